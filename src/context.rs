@@ -1,0 +1,719 @@
+//! `CudnnContext`: a cuDNN handle bound to a CUDA device and stream, and the
+//! backward-data operations on it.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use cudarc::driver::{sys::CUdeviceptr, CudaContext, CudaSlice, CudaStream};
+
+use crate::convolution::support::{self, SupportRow};
+use crate::convolution::{
+    BestHeuristic, BwdDataAlgo, BwdDataGeometry, ConvolutionBwdDataAlgo, ConvolutionDescriptor,
+    Filter, FilterDescriptor, RawConvolutionDescriptor, SupportedConvBwdData,
+};
+use crate::data_type::{DataType, Scaling};
+use crate::determinism::Determinism;
+use crate::error::{CudnnError, Error, Result};
+use crate::library::{self, CudnnLibrary};
+use crate::math_type::MathType;
+use crate::memory::{GpuBuffer, GpuBufferMut};
+use crate::raw_descriptor::check;
+use crate::sys::{self, BwdDataAlgoPerf};
+use crate::tensor::{RawDescriptor, Role, SupportedType, Tensor, TensorDescriptor};
+
+/// The three operand descriptors and the convolution of one backward-data problem, in
+/// run-time form.
+#[derive(Clone, Copy)]
+pub struct RawProblem<'a> {
+    pub w: &'a RawDescriptor,
+    pub dy: &'a RawDescriptor,
+    pub dx: &'a RawDescriptor,
+    pub conv: &'a RawConvolutionDescriptor,
+}
+
+impl RawProblem<'_> {
+    /// The support-table row for running `algo` on this problem.
+    pub fn row(&self, algo: crate::convolution::AlgoKind) -> SupportRow {
+        SupportRow {
+            algo,
+            filter: (self.w.dtype(), self.w.format()),
+            dy: (self.dy.dtype(), self.dy.format()),
+            comp: self.conv.comp(),
+            dx: (self.dx.dtype(), self.dx.format()),
+            tensor_dims: self.dx.shape().len(),
+            conv_dims: self.conv.spatial_dims(),
+        }
+    }
+
+    /// Checks roles and shapes: the geometry of the problem, or why it does not fit.
+    pub fn geometry(&self) -> Result<BwdDataGeometry> {
+        if self.w.role() != Role::Filter {
+            return Err(Error::InvalidArgument("w must be a filter".into()));
+        }
+        if self.dy.role() != Role::Tensor || self.dx.role() != Role::Tensor {
+            return Err(Error::InvalidArgument("dy and dx must be tensors".into()));
+        }
+        BwdDataGeometry::new(
+            self.w.shape(),
+            self.dy.shape(),
+            self.dx.shape(),
+            self.conv.params(),
+        )
+    }
+
+    /// Support table and shapes, checked before anything runs.
+    pub fn validate(&self, algo: crate::convolution::AlgoKind) -> Result<BwdDataGeometry> {
+        support::check(&self.row(algo)).map_err(Error::Unsupported)?;
+        self.geometry()
+    }
+
+    fn describe(&self) -> String {
+        let p = self.conv.params();
+        format!(
+            "{}, dy {}, dx {}, padding {:?}, stride {:?}, dilation {:?}, groups {}, {}",
+            self.w,
+            self.dy,
+            self.dx,
+            p.padding,
+            p.stride,
+            p.dilation,
+            p.groups,
+            p.mode.name()
+        )
+    }
+}
+
+/// Where the memory of one backward-data call lives.
+#[derive(Clone, Copy, Debug)]
+pub struct RawPointers {
+    pub w: CUdeviceptr,
+    pub dy: CUdeviceptr,
+    pub dx: CUdeviceptr,
+    /// Workspace address and size in bytes (0 and 0 for none).
+    pub workspace: (CUdeviceptr, usize),
+}
+
+struct RawHandle(sys::CudnnHandle);
+
+/// A cuDNN handle on one CUDA device, issuing work to one stream.
+///
+/// `Send` but not `Sync`: cuDNN allows a handle to be used from any thread, but by one
+/// thread at a time.
+pub struct CudnnContext {
+    handle: RawHandle,
+    lib: &'static CudnnLibrary,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+}
+
+// SAFETY: cuDNN handles may move between threads; `CudnnContext` is not `Sync`, so no two
+// threads use the handle at once.
+unsafe impl Send for CudnnContext {}
+
+impl Drop for CudnnContext {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: the handle was created by cudnnCreate of this library and is destroyed
+        // once, here.
+        unsafe {
+            (self.lib.api.cudnnDestroy)(self.handle.0);
+        }
+    }
+}
+
+impl CudnnContext {
+    /// A context on CUDA device `ordinal`, issuing work to the device's default stream.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let ctx = Self::cuda_context(ordinal)?;
+        let stream = ctx.default_stream();
+        Self::with_stream(stream)
+    }
+
+    /// The cudarc context of device `ordinal`, checked for driver and device first.
+    pub fn cuda_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+        library::guard_cudarc("creating a CUDA context", || {
+            let count = CudaContext::device_count()?;
+            if ordinal >= usize::try_from(count).unwrap_or(0) {
+                return Err(Error::Cuda(format!(
+                    "no CUDA device {ordinal}: {count} device(s) visible"
+                )));
+            }
+            Ok(CudaContext::new(ordinal)?)
+        })
+    }
+
+    /// A context issuing work to `stream` (on the stream's device).
+    pub fn with_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        let lib = library::cudnn()?;
+        let ctx = Arc::clone(stream.context());
+        ctx.bind_to_thread()?;
+        let mut handle: sys::CudnnHandle = std::ptr::null_mut();
+        // SAFETY: cudnnCreate writes one handle; the device's context is current.
+        let status = unsafe { (lib.api.cudnnCreate)(&raw mut handle) };
+        check(status, "creating a cuDNN handle")?;
+        let this = Self {
+            handle: RawHandle(handle),
+            lib,
+            ctx,
+            stream,
+        };
+        this.apply_stream()?;
+        Ok(this)
+    }
+
+    fn apply_stream(&self) -> Result<()> {
+        // SAFETY: the handle is live and the stream belongs to this context.
+        let status = unsafe {
+            (self.lib.api.cudnnSetStream)(self.handle.0, self.stream.cu_stream().cast::<c_void>())
+        };
+        check(status, "setting the cuDNN stream")
+    }
+
+    /// Issues later work to `stream`, which must belong to this context's device.
+    pub fn set_stream(&mut self, stream: Arc<CudaStream>) -> Result<()> {
+        if stream.context().cu_ctx() != self.ctx.cu_ctx() {
+            return Err(Error::DeviceMismatch(
+                "the stream belongs to another CUDA context".into(),
+            ));
+        }
+        self.stream = stream;
+        self.apply_stream()
+    }
+
+    /// The stream work is issued to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The raw handle, for interop.
+    pub fn as_raw(&self) -> sys::CudnnHandle {
+        self.handle.0
+    }
+
+    /// Version of the loaded cuDNN, (major, minor, patch).
+    pub fn version(&self) -> (usize, usize, usize) {
+        self.lib.version_tuple()
+    }
+
+    /// CUDA runtime version cuDNN was built against (e.g. 13000).
+    pub fn cuda_version(&self) -> usize {
+        // SAFETY: takes no arguments, returns a number.
+        unsafe { (self.lib.api.cudnnGetCudartVersion)() }
+    }
+
+    /// Where cuDNN was loaded from.
+    pub fn library_origin(&self) -> &str {
+        &self.lib.origin
+    }
+
+    fn bind(&self) -> Result<()> {
+        Ok(self.ctx.bind_to_thread()?)
+    }
+
+    // ---- run-time (untyped) core; the typed methods below and the Python layer use it.
+
+    /// cuDNN's heuristic: every entry it returns is read; entries that failed, that the
+    /// support table does not list for this configuration, or (with
+    /// `deterministic_only`) that are not deterministic are skipped; the first left wins.
+    pub fn get_algorithm_raw(
+        &self,
+        p: RawProblem<'_>,
+        deterministic_only: bool,
+    ) -> Result<BestHeuristic> {
+        p.validate(crate::convolution::AlgoKind::BestHeuristic)?;
+        self.bind()?;
+        let api = &self.lib.api;
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let mut perfs = [BwdDataAlgoPerf::default(); 8];
+        let mut returned: c_int = 0;
+        // SAFETY: descriptors are live; `perfs` has room for the 8 entries requested.
+        let status = unsafe {
+            (api.cudnnGetConvolutionBackwardDataAlgorithm_v7)(
+                self.handle.0,
+                w,
+                dy,
+                conv,
+                dx,
+                perfs.len() as c_int,
+                &raw mut returned,
+                perfs.as_mut_ptr(),
+            )
+        };
+        check(
+            status,
+            &format!("asking the heuristic for {}", p.describe()),
+        )?;
+        let returned = usize::try_from(returned).unwrap_or(0).min(perfs.len());
+        Self::pick(&p, &perfs[..returned], deterministic_only)
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.none_usable(&p, deterministic_only))
+    }
+
+    fn pick(
+        p: &RawProblem<'_>,
+        perfs: &[BwdDataAlgoPerf],
+        deterministic_only: bool,
+    ) -> Vec<BestHeuristic> {
+        perfs
+            .iter()
+            .filter(|perf| perf.status == 0)
+            .filter_map(|perf| {
+                let algo = BwdDataAlgo::from_raw(perf.algo)?;
+                let determinism = Determinism::from_raw(perf.determinism)
+                    .unwrap_or(Determinism::NonDeterministic);
+                let math = MathType::from_raw(perf.math_type).unwrap_or(MathType::Default);
+                Some(BestHeuristic::new(
+                    algo,
+                    perf.time,
+                    perf.memory,
+                    determinism,
+                    math,
+                ))
+            })
+            .filter(|b| support::is_supported(&p.row(b.algo().kind())))
+            .filter(|b| !deterministic_only || b.determinism() == Determinism::Deterministic)
+            .collect()
+    }
+
+    fn none_usable(&self, p: &RawProblem<'_>, deterministic_only: bool) -> Error {
+        Error::cudnn(
+            CudnnError::NotSupported,
+            format!(
+                "cuDNN {}.{}.{} offers no {}algorithm in the support table for {}",
+                self.version().0,
+                self.version().1,
+                self.version().2,
+                if deterministic_only {
+                    "deterministic "
+                } else {
+                    ""
+                },
+                p.describe()
+            ),
+        )
+    }
+
+    /// Workspace bytes `algo` needs for the problem; `None` when it needs none.
+    pub fn workspace_size_raw(
+        &self,
+        p: RawProblem<'_>,
+        algo: BwdDataAlgo,
+    ) -> Result<Option<usize>> {
+        self.bind()?;
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let mut size = 0usize;
+        // SAFETY: descriptors are live; cuDNN writes one size_t.
+        let status = unsafe {
+            (self.lib.api.cudnnGetConvolutionBackwardDataWorkspaceSize)(
+                self.handle.0,
+                w,
+                dy,
+                conv,
+                dx,
+                algo.into_raw() as u32,
+                &raw mut size,
+            )
+        };
+        self.check_run(status, &p, algo, "querying the workspace size")?;
+        Ok((size > 0).then_some(size))
+    }
+
+    fn check_run(
+        &self,
+        status: u32,
+        p: &RawProblem<'_>,
+        algo: BwdDataAlgo,
+        doing: &str,
+    ) -> Result<()> {
+        match CudnnError::from_code(status) {
+            None => Ok(()),
+            Some(e) if e.is_not_supported() => Err(Error::cudnn(
+                e,
+                format!(
+                    "{doing}: cuDNN {}.{}.{} does not run {} for {}; this shape is outside what the algorithm accepts: use BestHeuristic (get_convolution_backward_data_algorithm) instead",
+                    self.version().0,
+                    self.version().1,
+                    self.version().2,
+                    algo.name(),
+                    p.describe()
+                ),
+            )),
+            Some(e) => Err(Error::cudnn(
+                e,
+                format!("{doing} with {} for {}", algo.name(), p.describe()),
+            )),
+        }
+    }
+
+    /// `dx = alpha * dgrad(w, dy) + beta * dx` on raw device addresses. Checks the support
+    /// table for `kind`, the shapes, and the workspace size before anything runs.
+    ///
+    /// # Safety
+    /// The addresses must point to device memory of this context holding at least as
+    /// many elements as the descriptors say (the workspace: `workspace.1` bytes), with
+    /// `dx` writable and not overlapping the inputs, all valid until the work completes.
+    pub unsafe fn backward_data_raw(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        kind: crate::convolution::AlgoKind,
+        algo: BwdDataAlgo,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        p.validate(kind)?;
+        if kind != crate::convolution::AlgoKind::BestHeuristic && kind.fixed() != Some(algo) {
+            return Err(Error::InvalidArgument(format!(
+                "algorithm {} does not match {}",
+                algo.name(),
+                kind.name()
+            )));
+        }
+        let need = self.workspace_size_raw(p, algo)?.unwrap_or(0);
+        if need > ptrs.workspace.1 {
+            return Err(Error::InvalidArgument(format!(
+                "{} needs a workspace of {need} bytes for this problem, got {}",
+                algo.name(),
+                ptrs.workspace.1
+            )));
+        }
+        let scaling = p.dx.dtype().scaling();
+        let (alpha, beta) = (Scaling::new(scaling, alpha), Scaling::new(scaling, beta));
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let ws_ptr = if ptrs.workspace.1 == 0 {
+            std::ptr::null_mut()
+        } else {
+            ptrs.workspace.0 as *mut c_void
+        };
+        // SAFETY: descriptors are live and match the memory (caller's contract); alpha and
+        // beta point to host scalars of the type cuDNN reads for dx's data type and live
+        // across the call.
+        let status = unsafe {
+            (self.lib.api.cudnnConvolutionBackwardData)(
+                self.handle.0,
+                alpha.as_ptr(),
+                w,
+                ptrs.w as *const c_void,
+                dy,
+                ptrs.dy as *const c_void,
+                conv,
+                algo.into_raw() as u32,
+                ws_ptr,
+                ptrs.workspace.1,
+                beta.as_ptr(),
+                dx,
+                ptrs.dx as *mut c_void,
+            )
+        };
+        self.check_run(status, &p, algo, "running backward data")
+    }
+
+    /// Measures every algorithm cuDNN offers for the problem (`cudnnFind...Ex` on the given
+    /// inputs, writing into a scratch `dx` so the caller's is untouched), fastest first;
+    /// entries that failed, are not in the support table, or exceed `max_workspace` bytes
+    /// are left out.
+    ///
+    /// # Safety
+    /// `w` and `dy` must point to device memory of this context holding the elements the
+    /// descriptors say, valid until this call returns.
+    pub unsafe fn find_algorithms_raw(
+        &self,
+        p: RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+        max_workspace: Option<usize>,
+        deterministic_only: bool,
+    ) -> Result<Vec<BestHeuristic>> {
+        p.validate(crate::convolution::AlgoKind::BestHeuristic)?;
+        self.bind()?;
+        let mut ws_bytes = 0usize;
+        for algo in BwdDataAlgo::ALL {
+            if !support::is_supported(&p.row(algo.kind())) {
+                continue;
+            }
+            if let Ok(Some(n)) = self.workspace_size_raw(p, algo) {
+                if max_workspace.is_none_or(|cap| n <= cap) {
+                    ws_bytes = ws_bytes.max(n);
+                }
+            }
+        }
+        let mut scratch_dx: CudaSlice<u8> = alloc_bytes(&self.stream, p.dx.nbytes())?;
+        let mut workspace: CudaSlice<u8> = alloc_bytes(&self.stream, ws_bytes.max(1))?;
+        let (dx_ptr, _g1) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
+        let (ws_ptr, _g2) = GpuBufferMut::device_ptr_mut(&mut workspace, &self.stream);
+        let (wd, dyd, dxd, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let mut perfs = [BwdDataAlgoPerf::default(); 8];
+        let mut returned: c_int = 0;
+        // SAFETY: descriptors live; w/dy valid per the caller; scratch dx and workspace
+        // were just allocated with the sizes passed; `perfs` has room for 8 entries.
+        let status = unsafe {
+            (self.lib.api.cudnnFindConvolutionBackwardDataAlgorithmEx)(
+                self.handle.0,
+                wd,
+                w as *const c_void,
+                dyd,
+                dy as *const c_void,
+                conv,
+                dxd,
+                dx_ptr as *mut c_void,
+                perfs.len() as c_int,
+                &raw mut returned,
+                perfs.as_mut_ptr(),
+                ws_ptr as *mut c_void,
+                ws_bytes,
+            )
+        };
+        check(
+            status,
+            &format!("measuring algorithms for {}", p.describe()),
+        )?;
+        let returned = usize::try_from(returned).unwrap_or(0).min(perfs.len());
+        let mut found = Self::pick(&p, &perfs[..returned], deterministic_only);
+        found.retain(|b| max_workspace.is_none_or(|cap| b.workspace_size() <= cap));
+        found.sort_by(|a, b| a.time().total_cmp(&b.time()));
+        if found.is_empty() {
+            return Err(self.none_usable(&p, deterministic_only));
+        }
+        Ok(found)
+    }
+
+    // ---- the original's typed API.
+
+    /// cuDNN's heuristic choice for the problem, as the original
+    /// `get_convolution_backward_data_algorithm`, but reading every result instead of
+    /// one, never failing on skipped entries, and optionally deterministic only.
+    pub fn get_convolution_backward_data_algorithm<
+        T1,
+        F1,
+        T2,
+        F2,
+        CompType,
+        T3,
+        F3,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w_desc: &FilterDescriptor<T1, F1, D>,
+        dy_desc: &TensorDescriptor<T2, F2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        determinism: Option<Determinism>,
+    ) -> Result<BestHeuristic>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        BestHeuristic: SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        let p = RawProblem {
+            w: w_desc.raw(),
+            dy: dy_desc.raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        self.get_algorithm_raw(p, determinism == Some(Determinism::Deterministic))
+    }
+
+    /// Measures the algorithms on the given filter and `dy` (fastest first); `dx` is only
+    /// described, a scratch buffer receives the trial results.
+    pub fn find_convolution_backward_data_algorithm<
+        T1,
+        F1,
+        V1,
+        T2,
+        F2,
+        V2,
+        CompType,
+        T3,
+        F3,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w: &Filter<T1, F1, V1, D>,
+        dy: &Tensor<T2, F2, V2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        max_workspace: Option<usize>,
+        determinism: Option<Determinism>,
+    ) -> Result<Vec<BestHeuristic>>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        V1: GpuBuffer<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        V2: GpuBuffer<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        BestHeuristic: SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        let p = RawProblem {
+            w: w.descriptor().raw(),
+            dy: dy.descriptor().raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        let (w_ptr, _gw) = w.data().device_ptr(&self.stream);
+        let (dy_ptr, _gdy) = dy.data().device_ptr(&self.stream);
+        // SAFETY: `Filter`/`Tensor` checked that their memory holds the described
+        // element counts; the guards keep it borrowed until the call returns.
+        unsafe {
+            self.find_algorithms_raw(
+                p,
+                w_ptr,
+                dy_ptr,
+                max_workspace,
+                determinism == Some(Determinism::Deterministic),
+            )
+        }
+    }
+
+    /// Workspace bytes `algo` needs; `None` when it needs none.
+    pub fn get_convolution_backward_data_workspace_size<
+        T1,
+        F1,
+        T2,
+        F2,
+        CompType,
+        T3,
+        F3,
+        A,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w_desc: &FilterDescriptor<T1, F1, D>,
+        dy_desc: &TensorDescriptor<T2, F2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        algo: &A,
+    ) -> Result<Option<usize>>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        A: ConvolutionBwdDataAlgo + SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        let p = RawProblem {
+            w: w_desc.raw(),
+            dy: dy_desc.raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        p.geometry()?;
+        self.workspace_size_raw(p, algo.algo())
+    }
+
+    /// `dx = alpha * dgrad(w, dy) + beta * dx`, as the original: a `None` workspace passes a
+    /// null pointer and size 0. `alpha`/`beta` are handed to cuDNN in the scaling type it
+    /// reads for `dx`'s data type (f64 for f64 data, f32 otherwise).
+    pub fn convolution_backward_data<
+        T1,
+        F1,
+        V1,
+        T2,
+        F2,
+        V2,
+        CompType,
+        T3,
+        F3,
+        V3,
+        A,
+        W,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        alpha: CompType,
+        w: &Filter<T1, F1, V1, D>,
+        dy: &Tensor<T2, F2, V2, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        algo: &A,
+        work_space: Option<&mut W>,
+        beta: CompType,
+        dx: &mut Tensor<T3, F3, V3, D>,
+    ) -> Result<()>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        V1: GpuBuffer<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        V2: GpuBuffer<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        V3: GpuBufferMut<T3>,
+        A: ConvolutionBwdDataAlgo + SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+        W: GpuBufferMut<u8>,
+    {
+        let dx_desc = dx.descriptor().clone();
+        let p = RawProblem {
+            w: w.descriptor().raw(),
+            dy: dy.descriptor().raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        let stream = &self.stream;
+        let (w_ptr, _gw) = w.data().device_ptr(stream);
+        let (dy_ptr, _gdy) = dy.data().device_ptr(stream);
+        let (dx_ptr, _gdx) = dx.data_mut().device_ptr_mut(stream);
+        let (ws, _gws) = match work_space {
+            Some(ws) => {
+                let len = ws.len();
+                let (ptr, guard) = ws.device_ptr_mut(stream);
+                ((ptr, len), Some(guard))
+            }
+            None => ((0, 0), None),
+        };
+        let ptrs = RawPointers {
+            w: w_ptr,
+            dy: dy_ptr,
+            dx: dx_ptr,
+            workspace: ws,
+        };
+        // SAFETY: the typed tensors checked their memory against their descriptors; `dx`
+        // is borrowed mutably so it cannot alias `w` or `dy`; the guards keep every
+        // buffer borrowed until the work is enqueued (cudarc orders later frees after it).
+        unsafe {
+            self.backward_data_raw(
+                alpha.to_f64(),
+                p,
+                algo.kind(),
+                algo.algo(),
+                ptrs,
+                beta.to_f64(),
+            )
+        }
+    }
+}
+
+/// Allocates `len` bytes on `stream`, mapping out-of-memory to its own error.
+pub fn alloc_bytes(stream: &Arc<CudaStream>, len: usize) -> Result<CudaSlice<u8>> {
+    // SAFETY: the bytes are uninitialised; every user writes before reading (cuDNN
+    // writes dx and workspace; uploads fill tensors).
+    unsafe { stream.alloc::<u8>(len) }.map_err(|e| match Error::from(e) {
+        Error::OutOfMemory { detail, .. } => Error::OutOfMemory {
+            requested_bytes: len,
+            detail,
+        },
+        other => other,
+    })
+}

@@ -1,0 +1,18 @@
+//! Convolution: filters, descriptors, algorithms and the support table.
+
+pub mod convolution_algo;
+pub mod convolution_descriptor;
+pub mod convolution_mode;
+pub mod filter;
+pub mod geometry;
+pub mod support;
+
+pub use convolution_algo::{
+    AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, DataAlgo0, DataAlgo1, Fft,
+    FftTiling, Winograd, WinogradNonFused,
+};
+pub use convolution_descriptor::{ConvolutionDescriptor, RawConvolutionDescriptor};
+pub use convolution_mode::ConvolutionMode;
+pub use filter::{Filter, FilterDescriptor};
+pub use geometry::{BwdDataGeometry, ConvParams};
+pub use support::{SupportRow, SupportedConvBwdData};

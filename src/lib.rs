@@ -1,0 +1,46 @@
+//! Typed cuDNN convolution backward-data over `cudarc` device memory.
+//!
+//! A port of the Rust-CUDA `cudnn` crate's generic backward-data API: filters, tensors
+//! and convolution descriptors carry their element type, memory format and rank as type
+//! parameters, and an (algorithm, types, formats, ranks) combination that cuDNN does not
+//! support does not compile (see [`convolution::support`]). A CPU reference device
+//! ([`reference`]) computes the same operation on the host: it is the oracle for every
+//! GPU test and the device used where there is no GPU.
+
+pub mod context;
+pub mod convolution;
+pub mod data_type;
+pub mod determinism;
+pub mod error;
+pub mod library;
+pub mod math_type;
+pub mod memory;
+pub mod reference;
+pub mod sys;
+pub mod tensor;
+
+mod raw_descriptor;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use context::CudnnContext;
+pub use convolution::{
+    BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode, DataAlgo0,
+    DataAlgo1, Fft, FftTiling, Filter, FilterDescriptor, SupportedConvBwdData, Winograd,
+    WinogradNonFused,
+};
+pub use data_type::{DType, DataType};
+pub use determinism::Determinism;
+pub use error::{CudnnError, Error, IntoResult, Result};
+pub use math_type::MathType;
+pub use memory::{BorrowedDeviceBuffer, GpuBuffer, GpuBufferMut};
+pub use tensor::{
+    Format, NCHWVectC8x32, NCHWVectC8x4, SupportedType, Tensor, TensorDescriptor, TensorFormat,
+    NCHW, NHWC,
+};
+
+/// Keeps users from implementing the crate's marker traits for their own types.
+mod private {
+    pub trait Sealed {}
+}

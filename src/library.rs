@@ -1,0 +1,259 @@
+//! Finding and loading the CUDA driver and cuDNN without ever panicking.
+//!
+//! cuDNN is searched, in this order:
+//! 1. `CUDNN_RS_CUDNN_PATH`: a library file, or a directory holding `libcudnn.so.9` or
+//!    `libcudnn.so`. When it is set, nothing else is tried: an explicit path that does not
+//!    load is an error, not a silent fallback.
+//! 2. A cuDNN already loaded in this process (e.g. by PyTorch), so that one process never
+//!    holds two copies.
+//! 3. Directories registered with [`add_cudnn_search_dir`] (the Python package registers
+//!    the `nvidia-cudnn-cu13` / `-cu12` wheels' `lib` folders).
+//! 4. The system loader: `libcudnn.so.9`, then `libcudnn.so`.
+//!
+//! The CUDA driver is loaded by cudarc, whose loader panics when it finds nothing; we try
+//! the same candidate names first and only let cudarc near the driver once one loads.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::sys::CudnnApi;
+
+/// Environment variable naming a cuDNN library file or directory.
+pub const CUDNN_PATH_ENV: &str = "CUDNN_RS_CUDNN_PATH";
+
+const SONAMES: [&str; 2] = ["libcudnn.so.9", "libcudnn.so"];
+
+/// A loaded cuDNN: its symbol table, where it came from and its version.
+pub struct CudnnLibrary {
+    pub api: CudnnApi,
+    /// Where it was found (a path, or the name the loader resolved).
+    pub origin: String,
+    /// `cudnnGetVersion()`: major * 10000 + minor * 100 + patch for cuDNN 9.
+    pub version: usize,
+    _lib: libloading::Library,
+}
+
+impl CudnnLibrary {
+    /// (major, minor, patch).
+    pub fn version_tuple(&self) -> (usize, usize, usize) {
+        split_version(self.version)
+    }
+}
+
+/// Splits cuDNN's packed version number (cuDNN 9: `major*10000 + minor*100 + patch`;
+/// cuDNN 8: `major*1000 + minor*100 + patch`).
+pub fn split_version(v: usize) -> (usize, usize, usize) {
+    if v >= 90000 {
+        (v / 10000, (v % 10000) / 100, v % 100)
+    } else {
+        (v / 1000, (v % 1000) / 100, v % 100)
+    }
+}
+
+/// The cuDNN major version this crate is written against.
+pub const BOUND_CUDNN_VERSION: (usize, usize, usize) = (9, 2, 1);
+
+static CUDNN: OnceLock<&'static CudnnLibrary> = OnceLock::new();
+static SEARCH_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static LOAD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Adds a directory to search for cuDNN (step 3 above). Has no effect once cuDNN is
+/// loaded.
+pub fn add_cudnn_search_dir(dir: impl Into<PathBuf>) {
+    let dir = dir.into();
+    if let Ok(mut dirs) = SEARCH_DIRS.lock() {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+}
+
+/// The loaded cuDNN, loading it on first use. A failed search is not cached, so that a
+/// caller can fix the environment and try again.
+pub fn cudnn() -> Result<&'static CudnnLibrary> {
+    if let Some(lib) = CUDNN.get() {
+        return Ok(lib);
+    }
+    let _guard = LOAD_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(lib) = CUDNN.get() {
+        return Ok(lib);
+    }
+    let lib: &'static CudnnLibrary = Box::leak(Box::new(search_cudnn()?));
+    Ok(CUDNN.get_or_init(|| lib))
+}
+
+/// Whether cuDNN is loaded already (without trying to load it).
+pub fn cudnn_loaded() -> Option<&'static CudnnLibrary> {
+    CUDNN.get().copied()
+}
+
+fn search_cudnn() -> Result<CudnnLibrary> {
+    let mut searched = Vec::new();
+    let hint = format!(
+        "Install cuDNN 9 (e.g. `pip install nvidia-cudnn-cu13`) or set {CUDNN_PATH_ENV} to the library file or its directory"
+    );
+    if let Some(explicit) = std::env::var_os(CUDNN_PATH_ENV).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(explicit);
+        let candidates: Vec<PathBuf> = if path.is_dir() {
+            SONAMES.iter().map(|n| path.join(n)).collect()
+        } else {
+            vec![path]
+        };
+        for c in &candidates {
+            match open_path(c) {
+                Ok(lib) => return Ok(lib),
+                Err(why) => searched.push(format!("{} ({why})", c.display())),
+            }
+        }
+        return Err(Error::LibraryNotFound {
+            library: "cuDNN".into(),
+            searched,
+            hint: format!("{CUDNN_PATH_ENV} is set, so nothing else was tried. {hint}"),
+        });
+    }
+    for name in SONAMES {
+        match open_already_loaded(name) {
+            Ok(Some(lib)) => return Ok(lib),
+            Ok(None) => searched.push(format!("{name} already in this process (not loaded)")),
+            Err(why) => searched.push(format!("{name} already in this process ({why})")),
+        }
+    }
+    let dirs = SEARCH_DIRS.lock().map(|d| d.clone()).unwrap_or_default();
+    for dir in dirs {
+        for name in SONAMES {
+            let p = dir.join(name);
+            if !p.exists() {
+                continue;
+            }
+            match open_path(&p) {
+                Ok(lib) => return Ok(lib),
+                Err(why) => searched.push(format!("{} ({why})", p.display())),
+            }
+        }
+        searched.push(format!("{} (pip wheel directory)", dir.display()));
+    }
+    for name in SONAMES {
+        match open_path(Path::new(name)) {
+            Ok(lib) => return Ok(lib),
+            Err(why) => searched.push(format!("system {name} ({why})")),
+        }
+    }
+    Err(Error::LibraryNotFound {
+        library: "cuDNN".into(),
+        searched,
+        hint,
+    })
+}
+
+fn open_path(path: &Path) -> std::result::Result<CudnnLibrary, String> {
+    // SAFETY: loading a shared library runs its initialisers; cuDNN's (and any library a
+    // user points us at) are trusted like any linked dependency.
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+    finish(lib, path.display().to_string())
+}
+
+#[cfg(unix)]
+fn open_already_loaded(name: &str) -> std::result::Result<Option<CudnnLibrary>, String> {
+    use libloading::os::unix::Library;
+    // SAFETY: RTLD_NOLOAD only returns a handle to a library that is already loaded
+    // (its initialisers have run); nothing new is loaded.
+    match unsafe { Library::open(Some(name), libc::RTLD_NOLOAD | libc::RTLD_LAZY) } {
+        Ok(lib) => finish(
+            lib.into(),
+            format!("{name} (already loaded in this process)"),
+        )
+        .map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(not(unix))]
+fn open_already_loaded(_name: &str) -> std::result::Result<Option<CudnnLibrary>, String> {
+    Ok(None)
+}
+
+fn finish(lib: libloading::Library, origin: String) -> std::result::Result<CudnnLibrary, String> {
+    // SAFETY: the symbols are looked up by their cuDNN names and typed with cuDNN's C
+    // signatures; `lib` is stored beside the table, so it outlives every pointer.
+    let api = unsafe { CudnnApi::load(&lib) }.map_err(|e| format!("not a usable cuDNN: {e}"))?;
+    // SAFETY: cudnnGetVersion takes no arguments and only returns a number.
+    let version = unsafe { (api.cudnnGetVersion)() };
+    if version < 90000 {
+        return Err(format!(
+            "cuDNN {}.{}.{} is too old: this crate needs cuDNN 9",
+            split_version(version).0,
+            split_version(version).1,
+            split_version(version).2
+        ));
+    }
+    Ok(CudnnLibrary {
+        api,
+        origin,
+        version,
+        _lib: lib,
+    })
+}
+
+/// Checks that the CUDA driver library loads, under the names cudarc will try, before
+/// anything calls into cudarc (whose loader panics when none loads). Cached on success.
+pub fn cuda_driver() -> Result<()> {
+    static DRIVER_OK: OnceLock<()> = OnceLock::new();
+    if DRIVER_OK.get().is_some() {
+        return Ok(());
+    }
+    let mut searched = Vec::new();
+    for name in cudarc::get_lib_name_candidates("cuda") {
+        // SAFETY: probing the CUDA driver library, which cudarc loads the same way next.
+        match unsafe { libloading::Library::new(&name) } {
+            Ok(lib) => {
+                // Keep it loaded for cudarc, which opens it again by the same name.
+                std::mem::forget(lib);
+                let _ = DRIVER_OK.set(());
+                return Ok(());
+            }
+            Err(_) => searched.push(name),
+        }
+    }
+    Err(Error::LibraryNotFound {
+        library: "the CUDA driver (libcuda)".into(),
+        searched,
+        hint: "No NVIDIA driver found: install it, or use the CPU device".into(),
+    })
+}
+
+/// Runs a cudarc call that may panic inside its own loader (e.g. a driver lacking a
+/// symbol), turning a panic into an error.
+pub(crate) fn guard_cudarc<R>(what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    cuda_driver()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::Cuda(format!(
+            "{what}: the CUDA driver library is missing a required entry point"
+        )))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_both_version_schemes() {
+        assert_eq!(split_version(91_900), (9, 19, 0));
+        assert_eq!(split_version(91_402), (9, 14, 2));
+        assert_eq!(split_version(8_907), (8, 9, 7));
+    }
+
+    #[test]
+    fn a_wrong_file_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("cudnn_rs_fake_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("libcudnn.so.9");
+        std::fs::write(&fake, b"not a library").unwrap();
+        let err = open_path(&fake).err().unwrap();
+        assert!(!err.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

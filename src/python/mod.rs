@@ -1,0 +1,1 @@
+//! Python bindings (PyO3): the only place PyO3 appears.
