@@ -141,6 +141,10 @@ pub trait DataType: Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
     /// hand `alpha`/`beta` to cuDNN in the scaling type it expects.
     fn to_f64(self) -> f64;
 
+    /// The nearest value of this type to `v` (saturating for integers); used where the
+    /// scaling factors arrive as `f64` (the Python layer).
+    fn from_f64(v: f64) -> Self;
+
     /// The plain cuDNN data type.
     fn into_raw() -> cudnnDataType_t {
         Self::DTYPE.raw()
@@ -148,7 +152,7 @@ pub trait DataType: Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
 }
 
 macro_rules! impl_data_type {
-    ($($ty:ty => $dtype:ident, |$v:ident| $to_f64:expr;)*) => {$(
+    ($($ty:ty => $dtype:ident, |$v:ident| $to_f64:expr, |$f:ident| $from_f64:expr;)*) => {$(
         impl Sealed for $ty {}
         impl DataType for $ty {
             const DTYPE: DType = DType::$dtype;
@@ -156,19 +160,22 @@ macro_rules! impl_data_type {
                 let $v = self;
                 $to_f64
             }
+            fn from_f64($f: f64) -> Self {
+                $from_f64
+            }
         }
     )*};
 }
 
 impl_data_type! {
-    f32 => F32, |v| f64::from(v);
-    f64 => F64, |v| v;
-    f16 => F16, |v| v.to_f64();
-    bf16 => BF16, |v| v.to_f64();
-    i8 => I8, |v| f64::from(v);
-    u8 => U8, |v| f64::from(v);
-    i32 => I32, |v| f64::from(v);
-    i64 => I64, |v| v as f64;
+    f32 => F32, |v| f64::from(v), |f| f as f32;
+    f64 => F64, |v| v, |f| f;
+    f16 => F16, |v| v.to_f64(), |f| f16::from_f64(f);
+    bf16 => BF16, |v| v.to_f64(), |f| bf16::from_f64(f);
+    i8 => I8, |v| f64::from(v), |f| f as i8;
+    u8 => U8, |v| f64::from(v), |f| f as u8;
+    i32 => I32, |v| f64::from(v), |f| f as i32;
+    i64 => I64, |v| v as f64, |f| f as i64;
 }
 
 #[cfg(test)]

@@ -217,11 +217,11 @@ pub fn cuda_driver() -> Result<()> {
             Err(_) => searched.push(name),
         }
     }
-    Err(Error::LibraryNotFound {
-        library: "the CUDA driver (libcuda)".into(),
-        searched,
-        hint: "No NVIDIA driver found: install it, or use the CPU device".into(),
-    })
+    // No driver is a CUDA error (the contract's `CudaError`), not a missing cuDNN.
+    Err(Error::Cuda(format!(
+        "no NVIDIA driver: could not load libcuda (tried {}); install the driver, or use the CPU device (Handle(device=\"cpu\"))",
+        searched.join(", ")
+    )))
 }
 
 /// Runs a cudarc call that may panic inside its own loader (e.g. a driver lacking a

@@ -12,7 +12,7 @@ use half::{bf16, f16};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const CASES: usize = 240;
+const CASES: usize = 400;
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -59,7 +59,7 @@ fn random_case(rng: &mut StdRng, index: usize) -> Case {
         let s: usize = if direct { 1 } else { rng.random_range(1..=3) };
         let span = d * (k - 1) + 1;
         let low = span.saturating_sub(2 * p).max(1);
-        let extent = if dims == 3 { 5 } else { 9 };
+        let extent = if dims == 3 { 5 } else { 12 };
         x.push(rng.random_range(low..=low + extent));
         kernel.push(k);
         padding.push(p as i64);

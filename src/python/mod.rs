@@ -1,1 +1,68 @@
-//! Python bindings (PyO3): the only place PyO3 appears.
+//! Python bindings (PyO3): the only place PyO3 appears. Converts, dispatches to the
+//! generic Rust instance of each support-table row, maps errors, releases the GIL around
+//! device work. No cuDNN logic here.
+
+mod conv;
+mod dispatch;
+mod errors;
+mod handle;
+mod markers;
+mod streams;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// Whether a CUDA driver and at least one device are usable. Never raises.
+#[pyfunction]
+fn cuda_available(py: Python<'_>) -> bool {
+    device_count(py) > 0
+}
+
+/// Number of CUDA devices (0 without a driver). Never raises.
+#[pyfunction]
+fn device_count(py: Python<'_>) -> usize {
+    py.detach(|| {
+        crate::library::guard_cudarc("counting devices", || {
+            Ok(cudarc::driver::CudaContext::device_count()?)
+        })
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
+    })
+}
+
+/// Registers a directory to search for cuDNN (the package passes the pip wheels').
+#[pyfunction]
+fn _add_cudnn_search_dir(path: std::path::PathBuf) {
+    crate::library::add_cudnn_search_dir(path);
+}
+
+/// Where cuDNN was loaded from, or None when it is not loaded (yet).
+#[pyfunction]
+fn _cudnn_origin() -> Option<String> {
+    crate::library::cudnn_loaded().map(|l| l.origin.clone())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    markers::register_dtypes(m)?;
+    markers::register_formats(m)?;
+    markers::register_algos(m)?;
+    m.add_class::<markers::PyConvolutionMode>()?;
+    m.add_class::<markers::PyMathType>()?;
+    m.add_class::<markers::PyDeterminism>()?;
+    m.add_class::<handle::PyHandle>()?;
+    m.add_class::<handle::PyWorkspace>()?;
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<tensor::PyFilter>()?;
+    m.add_class::<conv::PyConvolutionDescriptor>()?;
+    m.add_function(wrap_pyfunction!(handle::convolution_backward_data, m)?)?;
+    m.add_function(wrap_pyfunction!(handle::supported_configurations, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_add_cudnn_search_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(_cudnn_origin, m)?)?;
+    m.add("BOUND_CUDNN_VERSION", crate::library::BOUND_CUDNN_VERSION)?;
+    Ok(())
+}

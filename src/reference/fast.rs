@@ -24,11 +24,15 @@ use crate::tensor::Format;
 
 /// Blocks per rayon thread: enough slack for work stealing to even out the last ones.
 const BLOCKS_PER_THREAD: usize = 3;
-/// Smallest GEMM row count worth a block of its own; below it the GEMM's packing costs
-/// more than the extra parallelism gains.
-const MIN_BLOCK_ROWS: usize = 32;
-/// Column-buffer budget per tile, sized for a per-core L2 with room for the `dy` tile.
-const TILE_BYTES: usize = 192 * 1024;
+/// Fewest GEMM rows ((channel, tap) pairs) per block: thinner GEMMs cost more in packing
+/// than the extra parallelism gains.
+const MIN_BLOCK_ROWS: usize = 16;
+/// Most GEMM rows per block, so that a tile of columns stays in a core's L2 between the
+/// GEMM that writes it and the col2im that reads it.
+const MAX_BLOCK_ROWS: usize = 256;
+/// Output positions per GEMM tile: wide enough to amortise the GEMM's packing of the
+/// filter block, rounded up to whole output rows.
+const TILE_COLUMNS: usize = 512;
 
 /// `dx = alpha * dgrad(w, dy) + beta * dx`, computed with a GEMM and col2im over rayon's
 /// thread pool (size it with `RAYON_NUM_THREADS`).
@@ -86,6 +90,19 @@ fn execute<T: RefElement>(
         Plain::Nchw => split_blocks(p, plan, dx)?
             .into_par_iter()
             .try_for_each(|(block, out)| {
+                if !scale.read_old {
+                    if let Some(out) = T::as_accum_slice_mut(out) {
+                        // dx is its own accumulator and its old contents are not needed:
+                        // accumulate in place and skip the scratch.
+                        inputs.block_gradient(block, out)?;
+                        if !scale.unit_alpha {
+                            for o in out.iter_mut() {
+                                *o = scale.alpha * *o;
+                            }
+                        }
+                        return Ok(());
+                    }
+                }
                 let mut grad = vec![T::Accum::ZERO; out.len()];
                 inputs.block_gradient(block, &mut grad)?;
                 for (o, &g) in out.iter_mut().zip(&grad) {
@@ -127,6 +144,8 @@ struct Scale<A> {
     beta: A,
     /// `false` when `beta == 0`: `dx` may hold NaN and must not be read.
     read_old: bool,
+    /// `alpha == 1`, when the gradient needs no scaling.
+    unit_alpha: bool,
 }
 
 impl<A: Accum> Scale<A> {
@@ -135,6 +154,7 @@ impl<A: Accum> Scale<A> {
             alpha: A::from_scale(alpha),
             beta: A::from_scale(beta),
             read_old: beta != 0.0,
+            unit_alpha: alpha == 1.0,
         }
     }
 
@@ -160,17 +180,25 @@ struct Plan {
 impl Plan {
     fn new(p: &Problem, threads: usize) -> Self {
         let direct = p.kernel == [1; 3] && p.stride == [1; 3] && p.padding == [0; 3];
+        let env = |n: &str, d: usize| {
+            std::env::var(n)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
         let cg = p.in_per_group;
         let jobs = p.batch * p.groups;
-        let wanted_blocks = (BLOCKS_PER_THREAD * threads.max(1))
+        let wanted_blocks = (env("BPT", BLOCKS_PER_THREAD) * threads.max(1))
             .div_ceil(jobs)
             .clamp(1, cg);
-        let min_channels = MIN_BLOCK_ROWS.div_ceil(p.taps);
-        let block_channels = cg.div_ceil(wanted_blocks).max(min_channels).min(cg);
-
-        let rows = block_channels * p.taps;
-        let tile_cols = TILE_BYTES / (rows * std::mem::size_of::<f32>()).max(1);
-        let tile_rows = (tile_cols / p.y[2]).clamp(1, p.y[0] * p.y[1]);
+        let block_channels = cg
+            .div_ceil(wanted_blocks)
+            .min(env("MAXR", MAX_BLOCK_ROWS) / p.taps)
+            .max(env("MINR", MIN_BLOCK_ROWS).div_ceil(p.taps))
+            .clamp(1, cg);
+        let tile_rows = env("TC", TILE_COLUMNS)
+            .div_ceil(p.y[2])
+            .clamp(1, p.y[0] * p.y[1]);
         Plan {
             direct,
             block_channels,
@@ -367,8 +395,10 @@ impl<A: Accum> Inputs<'_, A> {
                                     *d += v;
                                 }
                             } else {
-                                for (d, &v) in dst.iter_mut().step_by(stride_w).zip(src) {
-                                    *d += v;
+                                for (d, &v) in dst.chunks_mut(stride_w).zip(src) {
+                                    if let Some(d) = d.first_mut() {
+                                        *d += v;
+                                    }
                                 }
                             }
                         }

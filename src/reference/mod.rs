@@ -12,6 +12,7 @@
 //! As in cuDNN, `beta == 0` overwrites `dx` without reading it, so a buffer holding NaN
 //! or garbage is fine; any other `beta` blends with the old contents.
 
+pub mod device;
 mod fast;
 mod layout;
 mod naive;
@@ -89,6 +90,10 @@ pub trait RefElement: Copy + Send + Sync + 'static + sealed::Sealed {
     /// can hand caller memory to the GEMM without a copy.
     #[doc(hidden)]
     fn as_accum_slice(s: &[Self]) -> Option<&[Self::Accum]>;
+    /// The mutable twin of [`RefElement::as_accum_slice`], so the fast path can
+    /// accumulate straight into `dx`.
+    #[doc(hidden)]
+    fn as_accum_slice_mut(s: &mut [Self]) -> Option<&mut [Self::Accum]>;
     /// Widens `src` into `dst` (same length); half types override it with the `half`
     /// crate's vectorised conversion.
     #[doc(hidden)]
@@ -123,6 +128,9 @@ impl RefElement for f32 {
     fn as_accum_slice(s: &[Self]) -> Option<&[f32]> {
         Some(s)
     }
+    fn as_accum_slice_mut(s: &mut [Self]) -> Option<&mut [f32]> {
+        Some(s)
+    }
 }
 
 impl sealed::Sealed for f64 {}
@@ -147,6 +155,9 @@ impl RefElement for f64 {
         v
     }
     fn as_accum_slice(s: &[Self]) -> Option<&[f64]> {
+        Some(s)
+    }
+    fn as_accum_slice_mut(s: &mut [Self]) -> Option<&mut [f64]> {
         Some(s)
     }
 }
@@ -175,6 +186,9 @@ macro_rules! impl_half_element {
                 <$ty>::from_f32(v)
             }
             fn as_accum_slice(_: &[Self]) -> Option<&[f32]> {
+                None
+            }
+            fn as_accum_slice_mut(_: &mut [Self]) -> Option<&mut [f32]> {
                 None
             }
             fn widen_into(src: &[Self], dst: &mut [f32]) {

@@ -1,0 +1,723 @@
+//! `Handle` (a cuDNN context on a GPU, or the CPU reference device), `Workspace`, and the
+//! backward-data operations.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use super::conv::PyConvolutionDescriptor;
+use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
+use super::errors::{detach, to_py, IntoPyResult};
+use super::markers::{algo_perf, best_heuristic, selected_algo, SelectedAlgo};
+use super::tensor::{PyFilter, PyTensor, Storage, TensorCore};
+use crate::context::{alloc_bytes, CudnnContext};
+use crate::convolution::{BestHeuristic, ConvolutionBwdDataAlgo};
+use crate::error::{Error, Result};
+
+/// Where a handle's work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeviceId {
+    Cpu,
+    Cuda(usize),
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceId::Cpu => f.write_str("cpu"),
+            DeviceId::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The GPU side of a handle: the cuDNN context and the workspace the one-call API reuses.
+pub(crate) struct GpuState {
+    pub ctx: CudnnContext,
+    pub workspace: Option<CudaSlice<u8>>,
+}
+
+pub(crate) struct HandleInner {
+    pub device: DeviceId,
+    gpu: Option<Mutex<GpuState>>,
+}
+
+impl HandleInner {
+    /// The GPU state, locked: cuDNN allows a handle on any thread, one at a time.
+    pub(crate) fn gpu(&self) -> Result<MutexGuard<'_, GpuState>> {
+        self.gpu
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+            .ok_or_else(|| Error::DeviceMismatch("this is the CPU device".into()))
+    }
+
+    /// The stream work is issued to.
+    pub(crate) fn stream(&self) -> Result<Arc<CudaStream>> {
+        Ok(Arc::clone(self.gpu()?.ctx.stream()))
+    }
+}
+
+fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId> {
+    let Some(obj) = obj else {
+        return Ok(DeviceId::Cuda(0));
+    };
+    if let Ok(n) = obj.extract::<i64>() {
+        return usize::try_from(n).map(DeviceId::Cuda).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!("device ordinal must be >= 0, got {n}"))
+        });
+    }
+    let s: String = obj.extract().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(
+            "device must be an int ordinal, \"cpu\", \"cuda\" or \"cuda:N\"",
+        )
+    })?;
+    match s.as_str() {
+        "cpu" => Ok(DeviceId::Cpu),
+        "cuda" | "gpu" => Ok(DeviceId::Cuda(0)),
+        other => other
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(DeviceId::Cuda)
+            .ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown device {other:?}: use \"cpu\", \"cuda\" or \"cuda:N\""
+                ))
+            }),
+    }
+}
+
+/// A cuDNN handle on a CUDA device (`Handle()`, `Handle(device=1)`), or the CPU reference
+/// device (`Handle(device="cpu")`), with one API.
+#[pyclass(frozen, name = "Handle", module = "cudnn_rs")]
+pub(crate) struct PyHandle {
+    pub inner: Arc<HandleInner>,
+}
+
+pub(crate) struct Operands<'a> {
+    w: &'a Arc<TensorCore>,
+    dy: &'a Arc<TensorCore>,
+    dx: &'a Arc<TensorCore>,
+    conv: Arc<crate::convolution::RawConvolutionDescriptor>,
+}
+
+impl Operands<'_> {
+    fn descs(&self) -> Descs<'_> {
+        Descs {
+            w: &self.w.desc,
+            dy: &self.dy.desc,
+            dx: &self.dx.desc,
+            conv: &self.conv,
+        }
+    }
+}
+
+fn operands<'a>(
+    w: &'a PyFilter,
+    dy: &'a PyTensor,
+    dx: &'a PyTensor,
+    conv: &PyConvolutionDescriptor,
+) -> Operands<'a> {
+    Operands {
+        w: &w.core,
+        dy: &dy.core,
+        dx: &dx.core,
+        conv: conv.raw(),
+    }
+}
+
+impl PyHandle {
+    fn check_devices(&self, cores: &[&Arc<TensorCore>]) -> Result<()> {
+        for c in cores {
+            if c.device != self.inner.device {
+                return Err(Error::DeviceMismatch(format!(
+                    "an operand lives on {} but the handle is on {}",
+                    c.device, self.inner.device
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn heuristic(&self, ops: &Operands<'_>, deterministic: bool) -> Result<BestHeuristic> {
+        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+        let descs = ops.descs();
+        match self.inner.device {
+            DeviceId::Cpu => crate::reference::device::heuristic(&descs.problem()),
+            DeviceId::Cuda(_) => self
+                .inner
+                .gpu()?
+                .ctx
+                .get_algorithm_raw(descs.problem(), deterministic),
+        }
+    }
+
+    /// The shared body of every backward-data call: checks, locks, dispatch.
+    fn run(
+        &self,
+        alpha: f64,
+        ops: &Operands<'_>,
+        sel: &SelectedAlgo,
+        workspace: Option<&PyWorkspace>,
+        beta: f64,
+    ) -> Result<()> {
+        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+        if Arc::ptr_eq(ops.dx, ops.dy) {
+            return Err(Error::Shape("dx and dy must be different tensors".into()));
+        }
+        let descs = ops.descs();
+        // Support table and shapes before any memory is touched.
+        descs.problem().validate(sel.kind)?;
+        match self.inner.device {
+            DeviceId::Cpu => {
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let mut dx = ops.dx.write();
+                let bufs = HostBufs {
+                    w: w.host_bytes()?,
+                    dy: dy.host_bytes()?,
+                    dx: dx.host_bytes_mut()?,
+                };
+                dispatch::run_cpu(sel, alpha, &descs, bufs, beta)
+            }
+            DeviceId::Cuda(_) => {
+                let mut state = self.inner.gpu()?;
+                if let Some(ws) = workspace {
+                    if ws.device != self.inner.device {
+                        return Err(Error::DeviceMismatch(format!(
+                            "the workspace lives on {} but the handle is on {}",
+                            ws.device, self.inner.device
+                        )));
+                    }
+                }
+                let state = &mut *state;
+                let stream = Arc::clone(state.ctx.stream());
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let mut dx = ops.dx.write();
+                let mut ws_guard = workspace.map(PyWorkspace::lock);
+                let (wp, _g1) = w.device_ptr(&stream)?;
+                let (dyp, _g2) = dy.device_ptr(&stream)?;
+                let (dxp, _g3) = dx.device_ptr_mut(&stream)?;
+                let (wsp, _g4) = match ws_guard.as_deref_mut() {
+                    Some(Some(slice)) => {
+                        let len = slice.len();
+                        let (p, g) = cudarc::driver::DevicePtrMut::device_ptr_mut(slice, &stream);
+                        ((p, len), Some(g))
+                    }
+                    _ => ((0, 0), None),
+                };
+                let ptrs = GpuPtrs {
+                    w: wp,
+                    dy: dyp,
+                    dx: dxp,
+                    workspace: wsp,
+                };
+                dispatch::run_gpu(&state.ctx, sel, alpha, &descs, &ptrs, beta)
+            }
+        }
+    }
+
+    /// The one-call API: a fresh dx, the heuristic's (or given) algorithm, the handle's
+    /// cached workspace grown as needed.
+    fn one_call(&self, ops: &Operands<'_>, sel: Option<SelectedAlgo>, alpha: f64) -> Result<()> {
+        let sel = match sel {
+            Some(s) => s,
+            None => {
+                let best = self.heuristic(ops, false)?;
+                SelectedAlgo {
+                    kind: crate::convolution::AlgoKind::BestHeuristic,
+                    algo: best.algo(),
+                    best: Some(best),
+                }
+            }
+        };
+        match self.inner.device {
+            DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
+            DeviceId::Cuda(_) => {
+                let need = {
+                    let state = self.inner.gpu()?;
+                    state
+                        .ctx
+                        .workspace_size_raw(ops.descs().problem(), sel.algo)?
+                        .unwrap_or(0)
+                };
+                let ws = if need > 0 {
+                    let mut state = self.inner.gpu()?;
+                    let grow = state.workspace.as_ref().is_none_or(|w| w.len() < need);
+                    if grow {
+                        state.workspace = None;
+                        let stream = Arc::clone(state.ctx.stream());
+                        state.workspace = Some(alloc_bytes(&stream, need)?);
+                    }
+                    // Lend the cached workspace to this call.
+                    let slice = state.workspace.take();
+                    drop(state);
+                    Some(PyWorkspace {
+                        device: self.inner.device,
+                        nbytes: need,
+                        memory: Mutex::new(slice),
+                    })
+                } else {
+                    None
+                };
+                let result = self.run(alpha, ops, &sel, ws.as_ref(), 0.0);
+                if let Some(ws) = ws {
+                    let slice = ws
+                        .memory
+                        .into_inner()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut state = self.inner.gpu()?;
+                    if state.workspace.is_none() {
+                        state.workspace = slice;
+                    }
+                }
+                result
+            }
+        }
+    }
+}
+
+fn scalar(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() || obj.is_instance_of::<pyo3::types::PyString>()
+    {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name} must be a real number, got {}",
+            obj.get_type().name()?
+        )));
+    }
+    obj.extract::<f64>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name} must be a real number, got {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })
+}
+
+#[pymethods]
+impl PyHandle {
+    #[new]
+    #[pyo3(signature = (device = None, stream = None))]
+    fn new(
+        py: Python<'_>,
+        device: Option<&Bound<'_, PyAny>>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let device = parse_device(device)?;
+        let gpu = match device {
+            DeviceId::Cpu => {
+                if stream.is_some_and(|s| !s.is_none()) {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "the CPU device has no streams",
+                    ));
+                }
+                None
+            }
+            DeviceId::Cuda(ordinal) => {
+                let ctx = detach(py, || CudnnContext::new(ordinal))?;
+                Some(Mutex::new(GpuState {
+                    ctx,
+                    workspace: None,
+                }))
+            }
+        };
+        let handle = Self {
+            inner: Arc::new(HandleInner { device, gpu }),
+        };
+        if let Some(s) = stream.filter(|s| !s.is_none()) {
+            handle.set_stream(py, s)?;
+        }
+        Ok(handle)
+    }
+
+    /// "cuda:N" or "cpu".
+    #[getter]
+    fn device(&self) -> String {
+        self.inner.device.to_string()
+    }
+
+    /// Whether this is the CPU reference device.
+    #[getter]
+    fn is_cpu(&self) -> bool {
+        self.inner.device == DeviceId::Cpu
+    }
+
+    /// cuDNN version (major, minor, patch); on the CPU device, the version the crate binds.
+    fn version(&self, py: Python<'_>) -> PyResult<(usize, usize, usize)> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok(crate::library::BOUND_CUDNN_VERSION),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.version()),
+        }
+    }
+
+    /// CUDA runtime version cuDNN was built with (0 on the CPU device).
+    fn cuda_version(&self, py: Python<'_>) -> PyResult<usize> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok(0),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.cuda_version()),
+        }
+    }
+
+    /// Waits for all work issued through this handle.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = Arc::clone(&self.inner);
+        detach(py, move || match inner.device {
+            DeviceId::Cpu => Ok(()),
+            DeviceId::Cuda(_) => Ok(inner.stream()?.synchronize()?),
+        })
+    }
+
+    /// Issues later work to `stream`: a raw `CUstream` (int) or an object with
+    /// `__cuda_stream__` (e.g. `torch.cuda.Stream`, CuPy streams).
+    fn set_stream(&self, py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<()> {
+        let raw = super::streams::raw_stream(stream)?;
+        let inner = Arc::clone(&self.inner);
+        detach(py, move || {
+            let mut state = inner.gpu()?;
+            let ctx = Arc::clone(state.ctx.context());
+            let stream = super::streams::wrap_stream(&ctx, raw)?;
+            state.ctx.set_stream(stream)
+        })
+    }
+
+    /// cuDNN's heuristic choice (the CPU device answers with a table algorithm).
+    #[pyo3(signature = (w, dy, dx, conv, *, deterministic = false))]
+    fn get_convolution_backward_data_algorithm<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyFilter>,
+        dy: &Bound<'py, PyTensor>,
+        dx: &Bound<'py, PyTensor>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let best = py
+            .detach(|| self.heuristic(&ops, deterministic))
+            .py_err(py)?;
+        best_heuristic(py, best)
+    }
+
+    /// Measures the algorithms on these operands, fastest first; `dx` is not modified.
+    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false))]
+    fn find_convolution_backward_data_algorithm<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyFilter>,
+        dy: &Bound<'py, PyTensor>,
+        dx: &Bound<'py, PyTensor>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+        max_workspace_bytes: Option<usize>,
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let found = py
+            .detach(|| self.find(&ops, max_workspace_bytes, deterministic))
+            .py_err(py)?;
+        let items = found
+            .into_iter()
+            .map(|b| algo_perf(py, b))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// Workspace bytes `algo` needs for these operands; `None` when none.
+    fn get_convolution_backward_data_workspace_size(
+        &self,
+        py: Python<'_>,
+        w: &Bound<'_, PyFilter>,
+        dy: &Bound<'_, PyTensor>,
+        dx: &Bound<'_, PyTensor>,
+        conv: &Bound<'_, PyConvolutionDescriptor>,
+        algo: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
+        let sel = selected_algo(algo)?;
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        py.detach(|| -> Result<Option<usize>> {
+            self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+            let descs = ops.descs();
+            descs.problem().validate(sel.kind)?;
+            match self.inner.device {
+                DeviceId::Cpu => Ok(None),
+                DeviceId::Cuda(_) => self
+                    .inner
+                    .gpu()?
+                    .ctx
+                    .workspace_size_raw(descs.problem(), sel.algo),
+            }
+        })
+        .py_err(py)
+    }
+
+    /// `dx = alpha * dgrad(w, dy) + beta * dx`, as the original. `workspace` is a
+    /// `Workspace` (or None for algorithms that need none).
+    #[pyo3(signature = (alpha, w, dy, conv, algo, workspace, beta, dx))]
+    fn convolution_backward_data(
+        &self,
+        py: Python<'_>,
+        alpha: &Bound<'_, PyAny>,
+        w: &Bound<'_, PyFilter>,
+        dy: &Bound<'_, PyTensor>,
+        conv: &Bound<'_, PyConvolutionDescriptor>,
+        algo: &Bound<'_, PyAny>,
+        workspace: Option<&Bound<'_, PyWorkspace>>,
+        beta: &Bound<'_, PyAny>,
+        dx: &Bound<'_, PyTensor>,
+    ) -> PyResult<()> {
+        let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
+        let sel = selected_algo(algo)?;
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ws = workspace.map(Bound::get);
+        py.detach(|| self.run(alpha, &ops, &sel, ws, beta))
+            .py_err(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "cudnn_rs.Handle(device={:?})",
+            self.inner.device.to_string()
+        )
+    }
+}
+
+impl PyHandle {
+    fn find(
+        &self,
+        ops: &Operands<'_>,
+        max_ws: Option<usize>,
+        deterministic: bool,
+    ) -> Result<Vec<BestHeuristic>> {
+        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+        let descs = ops.descs();
+        match self.inner.device {
+            DeviceId::Cpu => {
+                // Every algorithm is the same code on the CPU: time one run into scratch.
+                let problem = descs.problem();
+                problem.validate(crate::convolution::AlgoKind::BestHeuristic)?;
+                let line = crate::convolution::support::SUPPORT_LINES.iter().find(|l| {
+                    l.config
+                        == problem
+                            .row(crate::convolution::AlgoKind::BestHeuristic)
+                            .config()
+                });
+                let algos: Vec<_> = line
+                    .map(|l| l.algos.iter().filter_map(|a| a.fixed()).collect())
+                    .unwrap_or_default();
+                let Some(&first) = algos.first() else {
+                    return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
+                        requested: problem
+                            .row(crate::convolution::AlgoKind::BestHeuristic)
+                            .to_string(),
+                        nearest: vec![],
+                    }));
+                };
+                let scratch = TensorCore::scratch_like(ops.dx)?;
+                let sel = SelectedAlgo {
+                    kind: first.kind(),
+                    algo: first,
+                    best: None,
+                };
+                let scratch = Arc::new(scratch);
+                let timing_ops = Operands {
+                    w: ops.w,
+                    dy: ops.dy,
+                    dx: &scratch,
+                    conv: Arc::clone(&ops.conv),
+                };
+                let start = std::time::Instant::now();
+                self.run(1.0, &timing_ops, &sel, None, 0.0)?;
+                let ms = start.elapsed().as_secs_f32() * 1e3;
+                Ok(algos
+                    .into_iter()
+                    .map(|a| {
+                        BestHeuristic::new(
+                            a,
+                            ms,
+                            0,
+                            crate::Determinism::Deterministic,
+                            ops.conv.math_type(),
+                        )
+                    })
+                    .collect())
+            }
+            DeviceId::Cuda(_) => {
+                let state = self.inner.gpu()?;
+                let stream = Arc::clone(state.ctx.stream());
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let (wp, _g1) = w.device_ptr(&stream)?;
+                let (dyp, _g2) = dy.device_ptr(&stream)?;
+                // SAFETY: the read locks keep both buffers alive and unwritten until the
+                // measurement returns; each was allocated for its descriptor.
+                unsafe {
+                    state
+                        .ctx
+                        .find_algorithms_raw(descs.problem(), wp, dyp, max_ws, deterministic)
+                }
+            }
+        }
+    }
+}
+
+/// Device bytes for a backward-data call (`Workspace(handle, size)`).
+#[pyclass(frozen, name = "Workspace", module = "cudnn_rs")]
+pub(crate) struct PyWorkspace {
+    device: DeviceId,
+    nbytes: usize,
+    memory: Mutex<Option<CudaSlice<u8>>>,
+}
+
+impl PyWorkspace {
+    fn lock(&self) -> MutexGuard<'_, Option<CudaSlice<u8>>> {
+        self.memory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl PyWorkspace {
+    #[new]
+    #[pyo3(signature = (handle, size = None))]
+    fn new(py: Python<'_>, handle: &Bound<'_, PyHandle>, size: Option<i64>) -> PyResult<Self> {
+        let nbytes = usize::try_from(size.unwrap_or(0)).map_err(|_| {
+            to_py(
+                py,
+                Error::Shape(format!("workspace size must be >= 0, got {size:?}")),
+            )
+        })?;
+        let inner = Arc::clone(&handle.get().inner);
+        let memory = match inner.device {
+            DeviceId::Cpu => None,
+            DeviceId::Cuda(_) if nbytes == 0 => None,
+            DeviceId::Cuda(_) => Some(detach(py, move || alloc_bytes(&inner.stream()?, nbytes))?),
+        };
+        Ok(Self {
+            device: handle.get().inner.device,
+            nbytes,
+            memory: Mutex::new(memory),
+        })
+    }
+    /// Size in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+    #[getter]
+    fn device(&self) -> String {
+        self.device.to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "cudnn_rs.Workspace(nbytes={}, device={})",
+            self.nbytes, self.device
+        )
+    }
+}
+
+/// One call for people who just want `dx`: allocates it (dtype and format default to
+/// dy's), picks the algorithm (cuDNN's heuristic) unless given, reuses the handle's
+/// workspace, and returns `dx`.
+#[pyfunction]
+#[pyo3(signature = (handle, w, dy, conv, x_shape, algo = None, *, alpha = 1.0, dtype = None, format = None))]
+pub(crate) fn convolution_backward_data<'py>(
+    py: Python<'py>,
+    handle: &Bound<'py, PyHandle>,
+    w: &Bound<'py, PyFilter>,
+    dy: &Bound<'py, PyTensor>,
+    conv: &Bound<'py, PyConvolutionDescriptor>,
+    x_shape: &Bound<'py, PyAny>,
+    algo: Option<&Bound<'py, PyAny>>,
+    alpha: f64,
+    dtype: Option<&Bound<'py, PyAny>>,
+    format: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let sel = algo
+        .filter(|a| !a.is_none())
+        .map(selected_algo)
+        .transpose()?;
+    let dy_desc = &dy.get().core.desc;
+    let dtype = dtype
+        .map(super::markers::extract_dtype)
+        .transpose()?
+        .unwrap_or(dy_desc.dtype());
+    let format = format
+        .map(super::markers::extract_format)
+        .transpose()?
+        .unwrap_or(dy_desc.format());
+    let shape: Vec<i64> = x_shape
+        .extract()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("x_shape must be a tuple of ints"))?;
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                to_py(
+                    py,
+                    Error::Shape(format!("negative dimension in x_shape {shape:?}")),
+                )
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    let desc =
+        crate::tensor::RawDescriptor::new(crate::tensor::Role::Tensor, dtype, format, &shape)
+            .py_err(py)?;
+    let h = handle.get();
+    let dx_core = Arc::new(detach(py, || TensorCore::allocate(h, desc, None, false))?);
+    let w_ref = w.get();
+    let dy_ref = dy.get();
+    let conv_ref = conv.get();
+    py.detach(|| {
+        let ops = Operands {
+            w: &w_ref.core,
+            dy: &dy_ref.core,
+            dx: &dx_core,
+            conv: conv_ref.raw(),
+        };
+        h.one_call(&ops, sel, alpha)
+    })
+    .py_err(py)?;
+    Bound::new(py, PyTensor { core: dx_core })
+}
+
+/// All rows of the support table, `BestHeuristic` rows included, as tuples of names.
+#[pyfunction]
+pub(crate) fn supported_configurations(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let rows = crate::convolution::support::support_rows()
+        .map(|r| {
+            PyTuple::new(
+                py,
+                [
+                    r.algo.name().into_pyobject(py)?.into_any(),
+                    r.filter.0.name().into_pyobject(py)?.into_any(),
+                    r.filter.1.name().into_pyobject(py)?.into_any(),
+                    r.dy.0.name().into_pyobject(py)?.into_any(),
+                    r.dy.1.name().into_pyobject(py)?.into_any(),
+                    r.comp.name().into_pyobject(py)?.into_any(),
+                    r.dx.0.name().into_pyobject(py)?.into_any(),
+                    r.dx.1.name().into_pyobject(py)?.into_any(),
+                    r.tensor_dims.into_pyobject(py)?.into_any(),
+                    r.conv_dims.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, rows)
+}
+
+impl TensorCore {
+    /// A tensor of the same description and device, for trial runs.
+    pub(crate) fn scratch_like(other: &TensorCore) -> Result<TensorCore> {
+        let desc = crate::tensor::RawDescriptor::new(
+            crate::tensor::Role::Tensor,
+            other.desc.dtype(),
+            other.desc.format(),
+            other.desc.shape(),
+        )?;
+        let storage = match &*other.read() {
+            Storage::Host(w) => Storage::Host(vec![0u64; w.len()]),
+            Storage::Device(s) => Storage::Device(alloc_bytes(s.stream(), other.desc.nbytes())?),
+        };
+        Ok(TensorCore::from_parts(desc, other.device, storage))
+    }
+}

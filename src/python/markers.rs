@@ -1,0 +1,542 @@
+//! Marker classes mirroring the Rust marker types: data types, formats, algorithms, and
+//! the enums.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyType};
+use pyo3::PyClassInitializer;
+
+use crate::convolution::{
+    AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, ConvolutionMode,
+};
+use crate::data_type::DType;
+use crate::determinism::Determinism;
+use crate::math_type::MathType;
+use crate::tensor::Format;
+
+// ---------------------------------------------------------------- data types
+
+/// Base class of the data-type markers (`f32`, `f16`, ...).
+#[pyclass(subclass, frozen, name = "DType", module = "cudnn_rs")]
+pub(crate) struct PyDType {
+    pub dtype: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    /// Short name: "f32", "bf16", ...
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.dtype.name()
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dtype.size()
+    }
+    fn __repr__(&self) -> String {
+        format!("cudnn_rs.{}", self.dtype.name())
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyDType>()
+            .is_ok_and(|o| o.get().dtype == self.dtype)
+    }
+    fn __hash__(&self) -> u64 {
+        self.dtype as u64 + 0x5eed
+    }
+}
+
+macro_rules! dtype_classes {
+    ($($cls:ident => $name:literal, $dt:ident;)*) => {
+        $(
+            #[doc = concat!("The `", $name, "` data-type marker.")]
+            #[pyclass(extends = PyDType, frozen, name = $name, module = "cudnn_rs")]
+            pub(crate) struct $cls;
+
+            #[pymethods]
+            impl $cls {
+                #[new]
+                fn new() -> PyClassInitializer<Self> {
+                    PyClassInitializer::from(PyDType { dtype: DType::$dt }).add_subclass($cls)
+                }
+            }
+        )*
+
+        fn dtype_instance(py: Python<'_>, dtype: DType) -> PyResult<Py<PyDType>> {
+            let obj: Bound<'_, PyAny> = match dtype {
+                $(DType::$dt => Bound::new(
+                    py,
+                    PyClassInitializer::from(PyDType { dtype }).add_subclass($cls),
+                )?.into_any(),)*
+            };
+            Ok(obj.cast_into::<PyDType>()?.unbind())
+        }
+
+        pub(crate) fn register_dtypes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            m.add_class::<PyDType>()?;
+            $(m.add_class::<$cls>()?;)*
+            for d in DType::ALL {
+                m.add(d.name(), dtype_singleton(m.py(), d)?)?;
+            }
+            Ok(())
+        }
+    };
+}
+
+dtype_classes! {
+    PyF32 => "F32", F32;
+    PyF64 => "F64", F64;
+    PyF16 => "F16", F16;
+    PyBF16 => "BF16", BF16;
+    PyI8 => "I8", I8;
+    PyU8 => "U8", U8;
+    PyI32 => "I32", I32;
+    PyI64 => "I64", I64;
+}
+
+static DTYPE_SINGLETONS: pyo3::sync::PyOnceLock<Vec<Py<PyDType>>> = pyo3::sync::PyOnceLock::new();
+
+/// The module-level instance for `dtype` (`cudnn_rs.f32`, ...).
+pub(crate) fn dtype_singleton(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyDType>> {
+    let all = DTYPE_SINGLETONS.get_or_try_init(py, || {
+        DType::ALL
+            .iter()
+            .map(|&d| dtype_instance(py, d))
+            .collect::<PyResult<Vec<_>>>()
+    })?;
+    let idx = DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0);
+    Ok(all[idx].bind(py).clone())
+}
+
+/// Reads a data type from a marker instance, a marker class or a name ("f32",
+/// "float32").
+pub(crate) fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = obj.cast::<PyDType>() {
+        return Ok(d.get().dtype);
+    }
+    if let Ok(t) = obj.cast::<PyType>() {
+        if t.is_subclass_of::<PyDType>()? {
+            return extract_dtype(&t.call0()?);
+        }
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let s = s.to_cow()?;
+        if let Some(d) = DType::from_name(&s).or_else(|| dtype_from_numpy_name(&s)) {
+            return Ok(d);
+        }
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected a cudnn_rs data type (cudnn_rs.f32, cudnn_rs.f16, ...), got {}",
+        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+    )))
+}
+
+/// Maps a NumPy dtype name to ours.
+pub(crate) fn dtype_from_numpy_name(name: &str) -> Option<DType> {
+    Some(match name {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int8" => DType::I8,
+        "uint8" => DType::U8,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        _ => return None,
+    })
+}
+
+/// The NumPy dtype name for ours (bf16 needs ml_dtypes).
+pub(crate) fn numpy_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::I8 => "int8",
+        DType::U8 => "uint8",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+    }
+}
+
+// ---------------------------------------------------------------- formats
+
+/// Base class of the memory-format markers. The classes themselves (`NCHW`, `NHWC`, ...)
+/// are the markers: pass `format=cudnn_rs.NHWC`.
+#[pyclass(subclass, frozen, name = "Format", module = "cudnn_rs")]
+pub(crate) struct PyFormat {
+    pub format: Format,
+}
+
+#[pymethods]
+impl PyFormat {
+    fn __repr__(&self) -> String {
+        format!("cudnn_rs.{}()", self.format.name())
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyFormat>()
+            .is_ok_and(|o| o.get().format == self.format)
+    }
+    fn __hash__(&self) -> u64 {
+        self.format as u64 + 0xf0
+    }
+}
+
+macro_rules! format_classes {
+    ($($cls:ident => $name:literal, $fmt:ident;)*) => {
+        $(
+            #[doc = concat!("The `", $name, "` memory-format marker.")]
+            #[pyclass(extends = PyFormat, frozen, name = $name, module = "cudnn_rs")]
+            pub(crate) struct $cls;
+
+            #[pymethods]
+            impl $cls {
+                #[new]
+                fn new() -> PyClassInitializer<Self> {
+                    PyClassInitializer::from(PyFormat { format: Format::$fmt }).add_subclass($cls)
+                }
+                /// The format's name.
+                #[classattr]
+                fn name() -> &'static str {
+                    $name
+                }
+            }
+        )*
+
+        /// The marker class for `format`.
+        pub(crate) fn format_class(py: Python<'_>, format: Format) -> Bound<'_, PyType> {
+            match format {
+                $(Format::$fmt => py.get_type::<$cls>(),)*
+            }
+        }
+
+        pub(crate) fn register_formats(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            m.add_class::<PyFormat>()?;
+            $(m.add_class::<$cls>()?;)*
+            Ok(())
+        }
+    };
+}
+
+format_classes! {
+    PyNCHW => "NCHW", Nchw;
+    PyNHWC => "NHWC", Nhwc;
+    PyNCHWVectC8x4 => "NCHWVectC8x4", NchwVectC8x4;
+    PyNCHWVectC8x32 => "NCHWVectC8x32", NchwVectC8x32;
+}
+
+/// Reads a format from a marker class, a marker instance or a name ("NHWC").
+pub(crate) fn extract_format(obj: &Bound<'_, PyAny>) -> PyResult<Format> {
+    if let Ok(f) = obj.cast::<PyFormat>() {
+        return Ok(f.get().format);
+    }
+    if let Ok(t) = obj.cast::<PyType>() {
+        if t.is_subclass_of::<PyFormat>()? {
+            if let Ok(name) = t.getattr("name").and_then(|n| n.extract::<String>()) {
+                if let Some(f) = Format::from_name(&name) {
+                    return Ok(f);
+                }
+            }
+        }
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        if let Some(f) = Format::from_name(&s.to_cow()?) {
+            return Ok(f);
+        }
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected a cudnn_rs format (cudnn_rs.NCHW, cudnn_rs.NHWC, ...), got {}",
+        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+    )))
+}
+
+// ---------------------------------------------------------------- enums
+
+/// Whether the filter is flipped (`Convolution`) or not (`CrossCorrelation`).
+#[pyclass(
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    name = "ConvolutionMode",
+    module = "cudnn_rs"
+)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PyConvolutionMode {
+    Convolution,
+    CrossCorrelation,
+}
+
+impl From<PyConvolutionMode> for ConvolutionMode {
+    fn from(m: PyConvolutionMode) -> Self {
+        match m {
+            PyConvolutionMode::Convolution => ConvolutionMode::Convolution,
+            PyConvolutionMode::CrossCorrelation => ConvolutionMode::CrossCorrelation,
+        }
+    }
+}
+
+impl From<ConvolutionMode> for PyConvolutionMode {
+    fn from(m: ConvolutionMode) -> Self {
+        match m {
+            ConvolutionMode::Convolution => PyConvolutionMode::Convolution,
+            ConvolutionMode::CrossCorrelation => PyConvolutionMode::CrossCorrelation,
+        }
+    }
+}
+
+/// cuDNN's math mode: whether tensor cores may be used.
+#[pyclass(
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    name = "MathType",
+    module = "cudnn_rs"
+)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PyMathType {
+    Default,
+    TensorOp,
+    TensorOpAllowConversion,
+    Fma,
+}
+
+impl From<PyMathType> for MathType {
+    fn from(m: PyMathType) -> Self {
+        match m {
+            PyMathType::Default => MathType::Default,
+            PyMathType::TensorOp => MathType::TensorOp,
+            PyMathType::TensorOpAllowConversion => MathType::TensorOpAllowConversion,
+            PyMathType::Fma => MathType::Fma,
+        }
+    }
+}
+
+impl From<MathType> for PyMathType {
+    fn from(m: MathType) -> Self {
+        match m {
+            MathType::Default => PyMathType::Default,
+            MathType::TensorOp => PyMathType::TensorOp,
+            MathType::TensorOpAllowConversion => PyMathType::TensorOpAllowConversion,
+            MathType::Fma => PyMathType::Fma,
+        }
+    }
+}
+
+/// Whether an algorithm's results are bitwise reproducible.
+#[pyclass(
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    name = "Determinism",
+    module = "cudnn_rs"
+)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum PyDeterminism {
+    Deterministic,
+    NonDeterministic,
+}
+
+impl From<Determinism> for PyDeterminism {
+    fn from(d: Determinism) -> Self {
+        match d {
+            Determinism::Deterministic => PyDeterminism::Deterministic,
+            Determinism::NonDeterministic => PyDeterminism::NonDeterministic,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- algorithms
+
+/// Base class of the backward-data algorithms.
+#[pyclass(subclass, frozen, name = "Algorithm", module = "cudnn_rs")]
+pub(crate) struct PyAlgorithm {
+    pub kind: AlgoKind,
+}
+
+#[pymethods]
+impl PyAlgorithm {
+    /// The algorithm's name ("DataAlgo0", ..., "BestHeuristic").
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    fn __repr__(&self) -> String {
+        format!("cudnn_rs.{}()", self.kind.name())
+    }
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> bool {
+        let (Ok(a), Ok(b)) = (selected_algo(slf.as_any()), selected_algo(other)) else {
+            return false;
+        };
+        a.kind == b.kind && a.algo == b.algo
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> u64 {
+        selected_algo(slf.as_any())
+            .map(|s| (s.kind as u64) << 8 | s.algo as u64)
+            .unwrap_or(0)
+    }
+}
+
+macro_rules! algo_classes {
+    ($($cls:ident => $name:literal, $kind:ident, $doc:literal;)*) => {
+        $(
+            #[doc = $doc]
+            #[pyclass(extends = PyAlgorithm, frozen, name = $name, module = "cudnn_rs")]
+            pub(crate) struct $cls;
+
+            #[pymethods]
+            impl $cls {
+                #[new]
+                fn new() -> PyClassInitializer<Self> {
+                    PyClassInitializer::from(PyAlgorithm { kind: AlgoKind::$kind }).add_subclass($cls)
+                }
+            }
+        )*
+
+        /// A fresh instance of the marker class of `algo`.
+        pub(crate) fn algo_instance(py: Python<'_>, algo: BwdDataAlgo) -> PyResult<Bound<'_, PyAny>> {
+            Ok(match algo.kind() {
+                $(AlgoKind::$kind => Bound::new(py, PyClassInitializer::from(PyAlgorithm { kind: AlgoKind::$kind }).add_subclass($cls))?.into_any(),)*
+                AlgoKind::BestHeuristic => py.None().into_bound(py),
+            })
+        }
+
+        pub(crate) fn register_algos(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            m.add_class::<PyAlgorithm>()?;
+            $(m.add_class::<$cls>()?;)*
+            m.add_class::<PyBestHeuristic>()?;
+            m.add_class::<PyAlgoPerf>()?;
+            Ok(())
+        }
+    };
+}
+
+algo_classes! {
+    PyDataAlgo0 => "DataAlgo0", DataAlgo0, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: sums of matrix products with atomics (non-deterministic).";
+    PyDataAlgo1 => "DataAlgo1", DataAlgo1, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: implicit matrix product (deterministic).";
+    PyFft => "Fft", Fft, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: FFT, large workspace.";
+    PyFftTiling => "FftTiling", FftTiling, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: tiled FFT.";
+    PyWinograd => "Winograd", Winograd, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: fused Winograd.";
+    PyWinogradNonFused => "WinogradNonFused", WinogradNonFused, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED.";
+}
+
+/// An algorithm cuDNN chose, with what it said of it. Usable wherever an algorithm is.
+#[pyclass(extends = PyAlgorithm, subclass, frozen, name = "BestHeuristic", module = "cudnn_rs")]
+pub(crate) struct PyBestHeuristic {
+    pub best: BestHeuristic,
+}
+
+#[pymethods]
+impl PyBestHeuristic {
+    /// The algorithm chosen (an instance of `DataAlgo0`, ..., `WinogradNonFused`).
+    #[getter]
+    fn algo<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        algo_instance(py, self.best.algo())
+    }
+    /// Milliseconds cuDNN measured, or -1.0 where it only estimated.
+    #[getter]
+    fn time(&self) -> f32 {
+        self.best.time()
+    }
+    /// Workspace bytes the algorithm needs.
+    #[getter]
+    fn workspace_size(&self) -> usize {
+        self.best.workspace_size()
+    }
+    #[getter]
+    fn determinism(&self) -> PyDeterminism {
+        self.best.determinism().into()
+    }
+    #[getter]
+    fn math_type(&self) -> PyMathType {
+        self.best.math_type().into()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "cudnn_rs.BestHeuristic(algo={}, time={}, workspace_size={}, determinism={}, math_type={})",
+            self.best.algo().name(),
+            self.best.time(),
+            self.best.workspace_size(),
+            self.best.determinism().name(),
+            self.best.math_type().name()
+        )
+    }
+}
+
+/// One measured result of `find_convolution_backward_data_algorithm`.
+#[pyclass(extends = PyBestHeuristic, frozen, name = "AlgoPerf", module = "cudnn_rs")]
+pub(crate) struct PyAlgoPerf;
+
+#[pymethods]
+impl PyAlgoPerf {
+    fn __repr__(slf: PyRef<'_, Self>) -> String {
+        slf.as_super()
+            .__repr__()
+            .replacen("BestHeuristic", "AlgoPerf", 1)
+    }
+}
+
+pub(crate) fn best_heuristic(py: Python<'_>, best: BestHeuristic) -> PyResult<Bound<'_, PyAny>> {
+    let init = PyClassInitializer::from(PyAlgorithm {
+        kind: AlgoKind::BestHeuristic,
+    })
+    .add_subclass(PyBestHeuristic { best });
+    Ok(Bound::new(py, init)?.into_any())
+}
+
+pub(crate) fn algo_perf(py: Python<'_>, best: BestHeuristic) -> PyResult<Bound<'_, PyAny>> {
+    let init = PyClassInitializer::from(PyAlgorithm {
+        kind: AlgoKind::BestHeuristic,
+    })
+    .add_subclass(PyBestHeuristic { best })
+    .add_subclass(PyAlgoPerf);
+    Ok(Bound::new(py, init)?.into_any())
+}
+
+/// What an algorithm argument selects: the support-table column, the algorithm to run,
+/// and (for heuristic results) the record.
+#[derive(Clone, Copy)]
+pub(crate) struct SelectedAlgo {
+    pub kind: AlgoKind,
+    pub algo: BwdDataAlgo,
+    pub best: Option<BestHeuristic>,
+}
+
+/// Reads an algorithm argument: an instance of a marker class or of `BestHeuristic`;
+/// a marker class itself is accepted too.
+pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
+    if let Ok(b) = obj.cast::<PyBestHeuristic>() {
+        let best = b.get().best;
+        return Ok(SelectedAlgo {
+            kind: AlgoKind::BestHeuristic,
+            algo: best.algo(),
+            best: Some(best),
+        });
+    }
+    if let Ok(a) = obj.cast::<PyAlgorithm>() {
+        let kind = a.get().kind;
+        if let Some(algo) = kind.fixed() {
+            return Ok(SelectedAlgo {
+                kind,
+                algo,
+                best: None,
+            });
+        }
+    }
+    if let Ok(t) = obj.cast::<PyType>() {
+        if t.is_subclass_of::<PyAlgorithm>()? && !t.is_subclass_of::<PyBestHeuristic>()? {
+            return selected_algo(&t.call0()?);
+        }
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected an algorithm (cudnn_rs.DataAlgo0(), ..., or a BestHeuristic), got {}",
+        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+    )))
+}

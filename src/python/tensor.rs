@@ -1,0 +1,426 @@
+//! `Tensor` and `Filter`: a run-time descriptor plus memory on the handle's device, and
+//! their conversions from and to NumPy arrays (always logical NCHW(D) order).
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use cudarc::driver::{
+    sys::CUdeviceptr, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use super::errors::{detach, IntoPyResult};
+use super::handle::{DeviceId, PyHandle};
+use super::markers::{
+    dtype_from_numpy_name, dtype_singleton, extract_dtype, extract_format, format_class, numpy_name,
+};
+use crate::data_type::DType;
+use crate::error::{Error, Result};
+use crate::tensor::{Format, RawDescriptor, Role};
+
+/// Memory of one tensor.
+pub(crate) enum Storage {
+    /// Host memory for the CPU device, in 8-byte words so every element type is aligned.
+    Host(Vec<u64>),
+    /// Device memory allocated by us on the handle's stream.
+    Device(CudaSlice<u8>),
+}
+
+impl Storage {
+    pub(crate) fn host_bytes(&self) -> Result<&[u8]> {
+        match self {
+            Storage::Host(words) => Ok(bytemuck::cast_slice(words)),
+            Storage::Device(_) => Err(Error::DeviceMismatch(
+                "tensor lives on a GPU, not the CPU".into(),
+            )),
+        }
+    }
+
+    pub(crate) fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
+        match self {
+            Storage::Host(words) => Ok(bytemuck::cast_slice_mut(words)),
+            Storage::Device(_) => Err(Error::DeviceMismatch(
+                "tensor lives on a GPU, not the CPU".into(),
+            )),
+        }
+    }
+
+    /// Device address for reading on `stream`, with cudarc's ordering guard.
+    pub(crate) fn device_ptr<'a>(
+        &'a self,
+        stream: &'a CudaStream,
+    ) -> Result<(CUdeviceptr, SyncOnDrop<'a>)> {
+        match self {
+            Storage::Device(s) => Ok(s.device_ptr(stream)),
+            Storage::Host(_) => Err(Error::DeviceMismatch(
+                "tensor lives on the CPU, not a GPU".into(),
+            )),
+        }
+    }
+
+    /// Device address for writing on `stream`.
+    pub(crate) fn device_ptr_mut<'a>(
+        &'a mut self,
+        stream: &'a CudaStream,
+    ) -> Result<(CUdeviceptr, SyncOnDrop<'a>)> {
+        match self {
+            Storage::Device(s) => Ok(s.device_ptr_mut(stream)),
+            Storage::Host(_) => Err(Error::DeviceMismatch(
+                "tensor lives on the CPU, not a GPU".into(),
+            )),
+        }
+    }
+}
+
+/// What `Tensor` and `Filter` share.
+pub(crate) struct TensorCore {
+    pub desc: Arc<RawDescriptor>,
+    pub device: DeviceId,
+    storage: RwLock<Storage>,
+}
+
+impl TensorCore {
+    pub(crate) fn from_parts(desc: RawDescriptor, device: DeviceId, storage: Storage) -> Self {
+        Self {
+            desc: Arc::new(desc),
+            device,
+            storage: RwLock::new(storage),
+        }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.storage
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.storage
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Allocates storage for `desc` on the handle's device; `init` = bytes to upload, or
+    /// `None` for zeros.
+    pub(crate) fn allocate(
+        handle: &PyHandle,
+        desc: RawDescriptor,
+        init: Option<&[u8]>,
+        zero: bool,
+    ) -> Result<Self> {
+        let nbytes = desc.nbytes();
+        let storage = match handle.inner.device {
+            DeviceId::Cpu => {
+                let mut words = vec![0u64; nbytes.div_ceil(8)];
+                if let Some(src) = init {
+                    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..nbytes].copy_from_slice(src);
+                }
+                Storage::Host(words)
+            }
+            DeviceId::Cuda(_) => {
+                let stream = handle.inner.stream()?;
+                let mut slice = crate::context::alloc_bytes(&stream, nbytes)?;
+                if let Some(src) = init {
+                    stream.memcpy_htod(src, &mut slice)?;
+                } else if zero {
+                    stream.memset_zeros(&mut slice)?;
+                }
+                Storage::Device(slice)
+            }
+        };
+        Ok(Self {
+            desc: Arc::new(desc),
+            device: handle.inner.device,
+            storage: RwLock::new(storage),
+        })
+    }
+
+    /// The physical bytes, copied to the host.
+    pub(crate) fn to_host_bytes(&self) -> Result<Vec<u8>> {
+        let storage = self.read();
+        match &*storage {
+            Storage::Host(_) => Ok(storage.host_bytes()?[..self.desc.nbytes()].to_vec()),
+            Storage::Device(slice) => {
+                let stream = slice.stream().clone();
+                let mut out = vec![0u8; self.desc.nbytes()];
+                stream.memcpy_dtoh(slice, &mut out)?;
+                stream.synchronize()?;
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Physical axis order of a logical NCHW(D) array stored in `format` (for NCHW_VECT_C:
+/// the logical array is first reshaped to N, C/v, v, spatial...).
+fn physical_permutation(format: Format, ndim: usize) -> Vec<usize> {
+    match format {
+        Format::Nchw => (0..ndim).collect(),
+        Format::Nhwc => {
+            let mut p = vec![0];
+            p.extend(2..ndim);
+            p.push(1);
+            p
+        }
+        Format::NchwVectC8x4 | Format::NchwVectC8x32 => {
+            // axes of the reshaped array: 0 N, 1 C/v, 2 v, 3.. spatial
+            let mut p = vec![0, 1];
+            p.extend(3..=ndim);
+            p.push(2);
+            p
+        }
+    }
+}
+
+fn vect_shape(shape: &[usize], format: Format) -> Vec<usize> {
+    let v = format.vector_width();
+    let mut s = vec![shape[0], shape[1] / v, v];
+    s.extend_from_slice(&shape[2..]);
+    s
+}
+
+/// Reads a NumPy (or array-like) object as (dtype, logical shape, physical bytes).
+fn array_to_bytes(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    format: Format,
+) -> PyResult<(DType, Vec<usize>, Vec<u8>)> {
+    let np = py.import("numpy")?;
+    let arr = np.call_method1("asarray", (array,))?;
+    let dtype_name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
+    let dtype = dtype_from_numpy_name(&dtype_name).ok_or_else(|| {
+        super::errors::to_py(
+            py,
+            Error::Unsupported(crate::error::UnsupportedConfiguration {
+                requested: format!("array of dtype {dtype_name}"),
+                nearest: vec![
+                    "float32, float64, float16, ml_dtypes.bfloat16, int8, uint8, int32, int64"
+                        .into(),
+                ],
+            }),
+        )
+    })?;
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    if shape.len() < 3 {
+        return Err(super::errors::to_py(
+            py,
+            Error::Shape(format!(
+                "a tensor needs 3 to 8 dimensions, got an array of shape {shape:?}"
+            )),
+        ));
+    }
+    let mut phys = arr.clone();
+    if matches!(format, Format::NchwVectC8x4 | Format::NchwVectC8x32) {
+        if shape[1] % format.vector_width() != 0 {
+            return Err(super::errors::to_py(
+                py,
+                Error::Shape(format!(
+                    "format {format} packs channels by {}; {} channels is not a multiple",
+                    format.vector_width(),
+                    shape[1]
+                )),
+            ));
+        }
+        phys = phys.call_method1("reshape", (PyTuple::new(py, vect_shape(&shape, format))?,))?;
+    }
+    let perm = physical_permutation(format, phys.getattr("ndim")?.extract()?);
+    phys = np.call_method1("transpose", (phys, PyTuple::new(py, perm)?))?;
+    let bytes = np
+        .call_method1("ascontiguousarray", (phys,))?
+        .call_method0("tobytes")?;
+    let bytes = bytes.cast_into::<PyBytes>()?;
+    Ok((dtype, shape, bytes.as_bytes().to_vec()))
+}
+
+/// Builds the logical NumPy array from physical bytes.
+fn bytes_to_array<'py>(
+    py: Python<'py>,
+    desc: &RawDescriptor,
+    bytes: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    let np = py.import("numpy")?;
+    let shape = desc.shape();
+    let format = desc.format();
+    let pybytes = PyBytes::new(py, bytes);
+    let mut arr = if desc.dtype() == DType::BF16 {
+        match py.import("ml_dtypes") {
+            Ok(ml) => np.call_method1("frombuffer", (pybytes, ml.getattr("bfloat16")?))?,
+            Err(_) => {
+                // Without ml_dtypes, widen exactly to float32: a bf16 is the top half of one.
+                let u16s = np.call_method1("frombuffer", (pybytes, "uint16"))?;
+                let widened = u16s.call_method1("astype", ("uint32",))?;
+                let shifted = widened.call_method1("__lshift__", (16,))?;
+                shifted.call_method1("view", ("float32",))?
+            }
+        }
+    } else {
+        np.call_method1("frombuffer", (pybytes, numpy_name(desc.dtype())))?
+    };
+    let phys_shape: Vec<usize> = if matches!(format, Format::NchwVectC8x4 | Format::NchwVectC8x32) {
+        vect_shape(shape, format)
+    } else {
+        shape.to_vec()
+    };
+    let perm = physical_permutation(format, phys_shape.len());
+    let stored: Vec<usize> = perm.iter().map(|&a| phys_shape[a]).collect();
+    arr = arr.call_method1("reshape", (PyTuple::new(py, stored)?,))?;
+    // inverse permutation back to logical order
+    let mut inv = vec![0usize; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    arr = np.call_method1("transpose", (arr, PyTuple::new(py, inv)?))?;
+    arr = arr.call_method1("reshape", (PyTuple::new(py, shape.to_vec())?,))?;
+    np.call_method1("ascontiguousarray", (arr,))
+}
+
+fn parse_shape(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let dims: Vec<i64> = obj
+        .extract()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("shape must be a sequence of ints"))?;
+    dims.iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| {
+                super::errors::to_py(
+                    obj.py(),
+                    Error::Shape(format!("negative dimension in shape {dims:?}")),
+                )
+            })
+        })
+        .collect()
+}
+
+macro_rules! tensor_like {
+    ($cls:ident, $pyname:literal, $role:expr, $what:literal) => {
+        #[doc = concat!("A ", $what, " on a handle's device; its shape is logical (NCHW order) whatever its memory format.")]
+        #[pyclass(frozen, name = $pyname, module = "cudnn_rs")]
+        pub(crate) struct $cls {
+            pub core: Arc<TensorCore>,
+        }
+
+        #[pymethods]
+        impl $cls {
+            /// Copies a NumPy array (logical NCHW(D) order) to the handle's device.
+            #[staticmethod]
+            #[pyo3(signature = (handle, array, format = None))]
+            fn from_numpy(
+                py: Python<'_>,
+                handle: &Bound<'_, PyHandle>,
+                array: &Bound<'_, PyAny>,
+                format: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Self> {
+                let format = format.map(extract_format).transpose()?.unwrap_or(Format::Nchw);
+                let (dtype, shape, bytes) = array_to_bytes(py, array, format)?;
+                let desc = RawDescriptor::new($role, dtype, format, &shape).py_err(py)?;
+                let h = handle.get();
+                let core = detach(py, || TensorCore::allocate(h, desc, Some(&bytes), false))?;
+                Ok(Self { core: Arc::new(core) })
+            }
+
+            /// A zero-filled one.
+            #[staticmethod]
+            #[pyo3(signature = (handle, shape, dtype = None, format = None))]
+            fn zeros(
+                py: Python<'_>,
+                handle: &Bound<'_, PyHandle>,
+                shape: &Bound<'_, PyAny>,
+                dtype: Option<&Bound<'_, PyAny>>,
+                format: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Self> {
+                Self::alloc(py, handle, shape, dtype, format, true)
+            }
+
+            /// An uninitialised one (zero-filled on the CPU device).
+            #[staticmethod]
+            #[pyo3(signature = (handle, shape, dtype = None, format = None))]
+            fn empty(
+                py: Python<'_>,
+                handle: &Bound<'_, PyHandle>,
+                shape: &Bound<'_, PyAny>,
+                dtype: Option<&Bound<'_, PyAny>>,
+                format: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Self> {
+                Self::alloc(py, handle, shape, dtype, format, false)
+            }
+
+            /// Logical shape.
+            #[getter]
+            fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(py, self.core.desc.shape())
+            }
+            /// Number of dimensions.
+            #[getter]
+            fn ndim(&self) -> usize {
+                self.core.desc.shape().len()
+            }
+            /// Data-type marker.
+            #[getter]
+            fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, super::markers::PyDType>> {
+                dtype_singleton(py, self.core.desc.dtype())
+            }
+            /// Memory-format marker class.
+            #[getter]
+            fn format<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyType> {
+                format_class(py, self.core.desc.format())
+            }
+            /// "cpu" or "cuda:N".
+            #[getter]
+            fn device(&self) -> String {
+                self.core.device.to_string()
+            }
+            /// Bytes of storage.
+            #[getter]
+            fn nbytes(&self) -> usize {
+                self.core.desc.nbytes()
+            }
+            /// Copies to a NumPy array in logical NCHW(D) order.
+            fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let core = Arc::clone(&self.core);
+                let bytes = detach(py, move || core.to_host_bytes())?;
+                bytes_to_array(py, &self.core.desc, &bytes)
+            }
+            fn __repr__(&self) -> String {
+                format!(
+                    "cudnn_rs.{}(shape={:?}, dtype={}, format={}, device={})",
+                    $pyname,
+                    self.core.desc.shape(),
+                    self.core.desc.dtype(),
+                    self.core.desc.format(),
+                    self.core.device
+                )
+            }
+        }
+
+        impl $cls {
+            fn alloc(
+                py: Python<'_>,
+                handle: &Bound<'_, PyHandle>,
+                shape: &Bound<'_, PyAny>,
+                dtype: Option<&Bound<'_, PyAny>>,
+                format: Option<&Bound<'_, PyAny>>,
+                zero: bool,
+            ) -> PyResult<Self> {
+                let dtype = dtype.map(extract_dtype).transpose()?.unwrap_or(DType::F32);
+                let format = format.map(extract_format).transpose()?.unwrap_or(Format::Nchw);
+                let shape = parse_shape(shape)?;
+                let desc = RawDescriptor::new($role, dtype, format, &shape).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::Unsupported(crate::error::UnsupportedConfiguration {
+                        requested: m,
+                        nearest: vec!["NCHW and NHWC hold every type; the vectorised formats hold i8 (x4: also u8)".into()],
+                    }),
+                    other => other,
+                }).py_err(py)?;
+                let h = handle.get();
+                let core = detach(py, || TensorCore::allocate(h, desc, None, zero))?;
+                Ok(Self { core: Arc::new(core) })
+            }
+        }
+    };
+}
+
+tensor_like!(PyTensor, "Tensor", Role::Tensor, "tensor");
+tensor_like!(
+    PyFilter,
+    "Filter",
+    Role::Filter,
+    "filter (weights, shape K x C/groups x kernel)"
+);

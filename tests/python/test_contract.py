@@ -1,0 +1,286 @@
+"""The public surface: names, markers, handle basics, descriptors, the support table."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import cudnn_rs as cd
+from helpers import FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
+
+# Every name spec/PYTHON_API.md promises.
+CONTRACT_NAMES = [
+    "Handle",
+    "cuda_available",
+    "f32",
+    "f64",
+    "f16",
+    "bf16",
+    "i8",
+    "u8",
+    "i32",
+    "i64",
+    "NCHW",
+    "NHWC",
+    "NCHWVectC8x4",
+    "NCHWVectC8x32",
+    "Tensor",
+    "Filter",
+    "ConvolutionDescriptor",
+    "ConvolutionMode",
+    "MathType",
+    "DataAlgo0",
+    "DataAlgo1",
+    "Fft",
+    "FftTiling",
+    "Winograd",
+    "WinogradNonFused",
+    "BestHeuristic",
+    "Workspace",
+    "convolution_backward_data",
+    "CudnnRsError",
+    "UnsupportedConfigurationError",
+    "ShapeError",
+    "CudnnError",
+    "CudaError",
+    "DeviceMemoryError",
+    "LibraryNotFoundError",
+]
+
+# What our implementation adds on top (notes/python_api_spec.md).
+EXTENDED_NAMES = [
+    "DType",
+    "F32",
+    "F64",
+    "F16",
+    "BF16",
+    "I8",
+    "U8",
+    "I32",
+    "I64",
+    "Format",
+    "Determinism",
+    "Algorithm",
+    "AlgoPerf",
+    "DeviceMismatchError",
+    "device_count",
+    "supported_configurations",
+]
+
+
+@pytest.mark.parametrize("name", CONTRACT_NAMES + EXTENDED_NAMES)
+def test_name_is_exported(name: str) -> None:
+    assert hasattr(cd, name), f"cudnn_rs has no attribute {name!r}"
+    assert name in cd.__all__, f"{name!r} missing from cudnn_rs.__all__"
+
+
+def test_all_lists_only_real_names() -> None:
+    missing = [name for name in cd.__all__ if not hasattr(cd, name)]
+    assert not missing, f"__all__ names attributes that do not exist: {missing}"
+    assert len(set(cd.__all__)) == len(cd.__all__), "duplicates in __all__"
+
+
+def _names_defined_in(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def test_stubs_declare_every_contract_name() -> None:
+    package_dir = Path(cd.__file__).resolve().parent
+    stubs = sorted(package_dir.glob("*.pyi"))
+    assert stubs, f"no .pyi stubs in {package_dir}"
+    assert (package_dir / "py.typed").exists(), "py.typed marker missing"
+    declared: set[str] = set()
+    for stub in stubs:
+        declared |= _names_defined_in(stub)
+    # Names defined in Python (not the native module) are typed by __init__.py itself.
+    declared |= _names_defined_in(package_dir / "__init__.py")
+    missing = [name for name in CONTRACT_NAMES if name not in declared]
+    assert not missing, f"not declared in {[s.name for s in stubs]}: {missing}"
+
+
+def test_cuda_available_is_a_bool() -> None:
+    for _ in range(3):
+        assert type(cd.cuda_available()) is bool
+
+
+def test_device_count_agrees_with_cuda_available() -> None:
+    count = cd.device_count()
+    assert type(count) is int and count >= 0
+    if count == 0:
+        assert cd.cuda_available() is False
+
+
+def test_cpu_handle_basics(cpu: cd.Handle) -> None:
+    assert cpu.device == "cpu"
+    assert cpu.is_cpu is True
+    version = cpu.version()
+    assert isinstance(version, tuple) and len(version) == 3, version
+    assert all(type(part) is int and part >= 0 for part in version), version
+    assert version[0] >= 8, f"cuDNN major version {version[0]} is too old to bind"
+    assert cpu.synchronize() is None
+
+
+def test_cpu_handle_spellings_agree() -> None:
+    assert cd.Handle("cpu").device == cd.Handle(device="cpu").device == "cpu"
+
+
+@pytest.mark.parametrize("name", list(NUMPY_DTYPES))
+def test_dtype_markers(name: str) -> None:
+    marker = getattr(cd, name)
+    assert isinstance(marker, cd.DType)
+    assert marker.name == name
+    assert marker.itemsize == NUMPY_DTYPES[name].itemsize
+    cls = getattr(cd, name.upper())
+    assert isinstance(marker, cls)
+    assert cls() == marker and hash(cls()) == hash(marker)
+    others = [getattr(cd, other) for other in NUMPY_DTYPES if other != name]
+    assert all(marker != other for other in others)
+
+
+@pytest.mark.parametrize("name", ["NCHW", "NHWC", "NCHWVectC8x4", "NCHWVectC8x32"])
+def test_format_markers(name: str) -> None:
+    marker = getattr(cd, name)
+    assert isinstance(marker, type) and issubclass(marker, cd.Format)
+    assert marker.name == name
+
+
+@pytest.mark.parametrize("name", FIXED_ALGORITHMS)
+def test_algorithm_markers(name: str) -> None:
+    cls = getattr(cd, name)
+    algo = cls()
+    assert isinstance(algo, cd.Algorithm)
+    assert algo.name == name
+    assert algo == cls()
+    assert all(
+        algo != getattr(cd, other)() for other in FIXED_ALGORITHMS if other != name
+    )
+
+
+def test_enums() -> None:
+    modes = {cd.ConvolutionMode.Convolution, cd.ConvolutionMode.CrossCorrelation}
+    assert len(modes) == 2
+    math = [
+        cd.MathType.Default,
+        cd.MathType.TensorOp,
+        cd.MathType.TensorOpAllowConversion,
+        cd.MathType.Fma,
+    ]
+    assert len(set(math)) == 4
+    assert cd.Determinism.Deterministic != cd.Determinism.NonDeterministic
+
+
+def test_convolution_descriptor_2d_properties() -> None:
+    conv = cd.ConvolutionDescriptor(
+        padding=(1, 2),
+        stride=(2, 3),
+        dilation=(1, 2),
+        groups=2,
+        mode=cd.ConvolutionMode.Convolution,
+        math_type=cd.MathType.Fma,
+        comp_type=cd.f64,
+    )
+    assert conv.padding == (1, 2)
+    assert conv.stride == (2, 3)
+    assert conv.dilation == (1, 2)
+    assert conv.groups == 2
+    assert conv.mode == cd.ConvolutionMode.Convolution
+    assert conv.math_type == cd.MathType.Fma
+    assert conv.comp_type == cd.f64
+    assert conv.spatial_dims == 2
+    conv.set_math_type(cd.MathType.TensorOp)
+    assert conv.math_type == cd.MathType.TensorOp
+
+
+def test_convolution_descriptor_defaults_and_3d() -> None:
+    conv = cd.ConvolutionDescriptor(padding=(0, 1, 2))
+    assert conv.spatial_dims == 3
+    assert conv.padding == (0, 1, 2)
+    assert conv.stride == (1, 1, 1)
+    assert conv.dilation == (1, 1, 1)
+    assert conv.groups == 1
+    assert conv.mode == cd.ConvolutionMode.CrossCorrelation
+    assert conv.math_type == cd.MathType.Default
+    assert conv.comp_type == cd.f32
+
+
+def test_supported_configurations_rows_are_well_formed() -> None:
+    raw = cd.supported_configurations()
+    assert isinstance(raw, list) and raw, "the support table is empty"
+    for row in raw:
+        assert isinstance(row, tuple) and len(row) == 10, row
+        assert all(isinstance(field, str) for field in row[:8]), row
+        assert all(type(field) is int for field in row[8:]), row
+    rows = support_rows()
+    assert len(set(rows)) == len(rows), "duplicate rows"
+    algorithms = {*FIXED_ALGORITHMS, "BestHeuristic"}
+    for row in rows:
+        assert row.algo in algorithms, row
+        for dtype in (row.filter_dtype, row.dy_dtype, row.comp_dtype, row.dx_dtype):
+            assert dtype in NUMPY_DTYPES, row
+        for fmt in (row.filter_format, row.dy_format, row.dx_format):
+            assert fmt in ("NCHW", "NHWC", "NCHWVectC8x4", "NCHWVectC8x32"), row
+        assert row.conv_dims in (2, 3), row
+        assert row.tensor_dims == row.conv_dims + 2, row
+
+
+def test_every_configuration_has_a_best_heuristic_row_and_a_fixed_algorithm() -> None:
+    rows = support_rows()
+    configs = {row.config for row in rows}
+    for config in configs:
+        algos = {row.algo for row in rows if row.config == config}
+        assert "BestHeuristic" in algos, config
+        assert algos - {"BestHeuristic"}, f"{config} has no fixed algorithm"
+
+
+def test_the_original_f32_nchw_rows_are_supported() -> None:
+    rows = {row.id for row in support_rows()}
+    for algo in ("DataAlgo0", "DataAlgo1", "BestHeuristic"):
+        assert f"{algo}-2d-w:f32:NCHW-dy:f32:NCHW-comp:f32-dx:f32:NCHW" in rows
+
+
+def test_exception_hierarchy() -> None:
+    assert issubclass(cd.CudnnRsError, Exception)
+    for exc in (
+        cd.UnsupportedConfigurationError,
+        cd.ShapeError,
+        cd.CudnnError,
+        cd.CudaError,
+        cd.DeviceMemoryError,
+        cd.LibraryNotFoundError,
+        cd.DeviceMismatchError,
+    ):
+        assert issubclass(exc, cd.CudnnRsError), exc
+    assert issubclass(cd.UnsupportedConfigurationError, TypeError)
+    assert issubclass(cd.ShapeError, ValueError)
+    assert issubclass(cd.DeviceMismatchError, cd.ShapeError)
+    assert issubclass(cd.CudnnError, RuntimeError)
+    assert issubclass(cd.CudaError, RuntimeError)
+    assert issubclass(cd.DeviceMemoryError, cd.CudaError)
+    assert issubclass(cd.DeviceMemoryError, MemoryError)
+    assert issubclass(cd.LibraryNotFoundError, ImportError)
+    # Distinct families must not be confused with one another.
+    assert not issubclass(cd.ShapeError, TypeError)
+    assert not issubclass(cd.UnsupportedConfigurationError, ValueError)
+    assert not issubclass(cd.CudnnError, cd.CudaError)
+    assert not issubclass(cd.CudaError, cd.CudnnError)
+
+
+def test_exceptions_can_be_caught_as_instances() -> None:
+    err = cd.ShapeError("boom")
+    assert isinstance(err, ValueError) and isinstance(err, cd.CudnnRsError)
+    assert "boom" in str(err)
+    mem = cd.DeviceMemoryError("oom")
+    assert isinstance(mem, MemoryError) and isinstance(mem, RuntimeError)
