@@ -1,7 +1,37 @@
 #!/usr/bin/env bash
-# The README's test command: lints, Rust tests, then (once present) the Python suite.
+# The README's test command: lints, Rust tests, the Python package built into a local
+# virtualenv, stub checks and the pytest suite. Installs what it needs; GPU tests skip
+# (with their reason printed) where there is no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+venv=${CUDNN_RS_VENV:-.venv}
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+echo "== cargo fmt / clippy"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+cargo clippy --features python --lib -- -D warnings
+
+echo "== cargo test"
 cargo test
+
+echo "== build the Python package"
+"$venv/bin/maturin" develop --release -q
+
+echo "== ruff"
+"$venv/bin/ruff" check .
+"$venv/bin/ruff" format --check .
+
+if [ -f python/cudnn_rs/_native.pyi ]; then
+    echo "== stubtest"
+    allow=()
+    [ -f stubtest_allowlist.txt ] && allow=(--allowlist stubtest_allowlist.txt)
+    "$venv/bin/python" -m mypy.stubtest cudnn_rs "${allow[@]}"
+fi
+
+echo "== pytest"
+"$venv/bin/python" -m pytest tests/python -rs -q

@@ -44,3 +44,8 @@ pub use tensor::{
 mod private {
     pub trait Sealed {}
 }
+
+/// The README's Rust examples, compiled (and the CPU one run) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

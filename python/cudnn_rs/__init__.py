@@ -11,7 +11,7 @@ from importlib import util as _importlib_util
 
 
 def _register_pip_cudnn() -> None:
-    """Hand the pip wheels' cuDNN directories (nvidia-cudnn-cu13/-cu12) to the loader."""
+    """Give the loader the pip wheels' cuDNN folders (nvidia-cudnn-cu13/-cu12)."""
     try:
         spec = _importlib_util.find_spec("nvidia.cudnn")
     except (ImportError, ValueError):

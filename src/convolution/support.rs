@@ -283,6 +283,345 @@ pub fn render_markdown_table() -> String {
     out
 }
 
+/// The typed overloads of the backward-data calls for the Python stubs
+/// (`python/cudnn_rs/_native.pyi`, between `# BEGIN GENERATED OVERLOADS` and
+/// `# END GENERATED OVERLOADS`): one overload per row of the table (per configuration
+/// for the calls that take no algorithm), then general overloads that apply only when
+/// an operand's data type or format is typed as the base class (`DType` / `Format`),
+/// i.e. known only at run time. A combination of statically known types that the table
+/// lacks therefore matches no overload and is a type error.
+///
+/// The text starts inside the stub's `class Handle` body (indented methods) and ends
+/// at module level (the one-call `convolution_backward_data`). It is formatted as
+/// `ruff format` leaves it; `tests/stubs_generated.rs` keeps the stub in step.
+pub fn render_pyi_overloads() -> String {
+    let rows: Vec<SupportRow> = support_rows().collect();
+    let configs: Vec<SupportConfig> = SUPPORT_LINES.iter().map(|l| l.config).collect();
+    let mut out = String::new();
+    for line in [
+        "# Generated from the support table in src/convolution/support.rs by",
+        "# cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:",
+        "# `CUDNN_RS_BLESS=1 cargo test --test stubs_generated` rewrites this block.",
+        "# One overload per table row (per configuration where no algorithm is passed),",
+        "# then general overloads for operands typed only as DType / Format.",
+    ] {
+        let _ = writeln!(out, "    {line}");
+    }
+
+    // Handle.get_convolution_backward_data_algorithm
+    let tail = ["*", "deterministic: bool = False"];
+    let mut sigs: Vec<PyiSig> = configs
+        .iter()
+        .map(|c| {
+            PyiSig::new(
+                pyi_operands_w_dy_dx_conv(&PyiOperands::of(c)),
+                &tail,
+                "BestHeuristic",
+            )
+        })
+        .collect();
+    sigs.extend(
+        PyiOperands::general()
+            .into_iter()
+            .map(|o| PyiSig::new(pyi_operands_w_dy_dx_conv(&o), &tail, "BestHeuristic")),
+    );
+    pyi_group(
+        &mut out,
+        "get_convolution_backward_data_algorithm",
+        "cuDNN's heuristic choice of algorithm for these operands (the CPU device\n\
+         answers with an algorithm of the table). Usable wherever an algorithm is.",
+        &sigs,
+    );
+
+    // Handle.find_convolution_backward_data_algorithm
+    let tail = [
+        "*",
+        "max_workspace_bytes: int | None = None",
+        "deterministic: bool = False",
+    ];
+    let mut sigs: Vec<PyiSig> = configs
+        .iter()
+        .map(|c| {
+            PyiSig::new(
+                pyi_operands_w_dy_dx_conv(&PyiOperands::of(c)),
+                &tail,
+                "list[AlgoPerf]",
+            )
+        })
+        .collect();
+    sigs.extend(
+        PyiOperands::general()
+            .into_iter()
+            .map(|o| PyiSig::new(pyi_operands_w_dy_dx_conv(&o), &tail, "list[AlgoPerf]")),
+    );
+    pyi_group(
+        &mut out,
+        "find_convolution_backward_data_algorithm",
+        "Runs the algorithms on these operands and returns them fastest first; `dx` is\n\
+         not modified.",
+        &sigs,
+    );
+
+    // Handle.get_convolution_backward_data_workspace_size
+    let mut sigs: Vec<PyiSig> = rows
+        .iter()
+        .map(|r| {
+            let mut params = pyi_operands_w_dy_dx_conv(&PyiOperands::of(&r.config()));
+            params.push(format!("algo: {}", r.algo.name()));
+            PyiSig::new(params, &[], "int | None")
+        })
+        .collect();
+    sigs.extend(PyiOperands::general().into_iter().map(|o| {
+        let mut params = pyi_operands_w_dy_dx_conv(&o);
+        params.push("algo: Algorithm".into());
+        PyiSig::new(params, &[], "int | None")
+    }));
+    pyi_group(
+        &mut out,
+        "get_convolution_backward_data_workspace_size",
+        "Workspace bytes `algo` needs for these operands; None when it needs none\n\
+         (always None on the CPU device).",
+        &sigs,
+    );
+
+    // Handle.convolution_backward_data
+    let bwd = |o: &PyiOperands, algo: &str| {
+        PyiSig::new(
+            vec![
+                "alpha: float".into(),
+                format!("w: {}", o.w),
+                format!("dy: {}", o.dy),
+                format!("conv: {}", o.conv),
+                format!("algo: {algo}"),
+                "workspace: Workspace | None".into(),
+                "beta: float".into(),
+                format!("dx: {}", o.dx),
+            ],
+            &[],
+            "None",
+        )
+    };
+    let mut sigs: Vec<PyiSig> = rows
+        .iter()
+        .map(|r| bwd(&PyiOperands::of(&r.config()), r.algo.name()))
+        .collect();
+    sigs.extend(PyiOperands::general().iter().map(|o| bwd(o, "Algorithm")));
+    pyi_group(
+        &mut out,
+        "convolution_backward_data",
+        "`dx = alpha * dgrad(w, dy) + beta * dx` with algorithm `algo`; `workspace`\n\
+         holds at least `get_convolution_backward_data_workspace_size` bytes (None when\n\
+         the algorithm needs none).",
+        &sigs,
+    );
+
+    // Module-level convolution_backward_data (dtype/format of dx default to dy's).
+    out.push('\n');
+    let mut sigs: Vec<PyiSig> = rows
+        .iter()
+        .map(|r| {
+            let o = PyiOperands::of(&r.config());
+            let algo = if r.algo == AlgoKind::BestHeuristic {
+                "algo: BestHeuristic | None = None".to_string()
+            } else {
+                format!("algo: {}", r.algo.name())
+            };
+            let dtype = format!("dtype: {} | None = None", pyi_dtype(r.dx.0));
+            let fmt = if r.dx.1 == r.dy.1 {
+                format!("format: type[{}] | None = None", r.dx.1.name())
+            } else {
+                format!("format: type[{}]", r.dx.1.name())
+            };
+            PyiSig {
+                params: vec![
+                    "handle: Handle".into(),
+                    format!("w: {}", o.w),
+                    format!("dy: {}", o.dy),
+                    format!("conv: {}", o.conv),
+                    "x_shape: Sequence[int]".into(),
+                    algo,
+                    "*".into(),
+                    "alpha: float = 1.0".into(),
+                    dtype,
+                    fmt,
+                ],
+                ret: o.dx,
+            }
+        })
+        .collect();
+    for o in PyiOperands::general() {
+        // dx is made here, so only w, dy and conv can be the unknown operand.
+        if o.unknown == "dx" {
+            continue;
+        }
+        sigs.push(PyiSig {
+            params: vec![
+                "handle: Handle".into(),
+                format!("w: {}", o.w),
+                format!("dy: {}", o.dy),
+                format!("conv: {}", o.conv),
+                "x_shape: Sequence[int]".into(),
+                "algo: Algorithm | None = None".into(),
+                "*".into(),
+                "alpha: float = 1.0".into(),
+                "dtype: DType | None = None".into(),
+                "format: type[Format] | None = None".into(),
+            ],
+            ret: "Tensor[DType, Format, Any]".into(),
+        });
+    }
+    pyi_module_group(
+        &mut out,
+        "convolution_backward_data",
+        "One call for people who just want `dx`: allocates it with shape `x_shape`\n\
+         (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's\n\
+         heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.",
+        &sigs,
+    );
+    out
+}
+
+/// One overload's parameters (after `self`) and return type.
+struct PyiSig {
+    params: Vec<String>,
+    ret: String,
+}
+
+impl PyiSig {
+    fn new(mut params: Vec<String>, tail: &[&str], ret: &str) -> Self {
+        params.extend(tail.iter().map(ToString::to_string));
+        Self {
+            params,
+            ret: ret.into(),
+        }
+    }
+}
+
+/// The stub types of the operands of one overload.
+#[derive(Clone)]
+struct PyiOperands {
+    w: String,
+    dy: String,
+    dx: String,
+    conv: String,
+    /// Which operand is the one typed as unknown in a general overload ("" for rows).
+    unknown: &'static str,
+}
+
+impl PyiOperands {
+    fn of(c: &SupportConfig) -> Self {
+        let rank = format!("Rank{}", c.tensor_dims);
+        let typed = |(d, f): (DType, Format)| format!("{}, {}, {rank}", pyi_dtype(d), f.name());
+        Self {
+            w: format!("Filter[{}]", typed(c.filter)),
+            dy: format!("Tensor[{}]", typed(c.dy)),
+            dx: format!("Tensor[{}]", typed(c.dx)),
+            conv: format!(
+                "ConvolutionDescriptor[{}, Spatial{}]",
+                pyi_dtype(c.comp),
+                c.conv_dims
+            ),
+            unknown: "",
+        }
+    }
+
+    /// One general overload per operand that may be the unknown one; the others are
+    /// unconstrained (invariance makes `X[DType, ...]` match only unknown data types).
+    fn general() -> Vec<Self> {
+        let any = Self {
+            w: "Filter[Any, Any, Any]".into(),
+            dy: "Tensor[Any, Any, Any]".into(),
+            dx: "Tensor[Any, Any, Any]".into(),
+            conv: "ConvolutionDescriptor[Any, Any]".into(),
+            unknown: "",
+        };
+        let unknown = |cls: &str| format!("{cls}[DType, Any, Any] | {cls}[Any, Format, Any]");
+        vec![
+            Self {
+                w: unknown("Filter"),
+                unknown: "w",
+                ..any.clone()
+            },
+            Self {
+                dy: unknown("Tensor"),
+                unknown: "dy",
+                ..any.clone()
+            },
+            Self {
+                dx: unknown("Tensor"),
+                unknown: "dx",
+                ..any.clone()
+            },
+            Self {
+                conv: "ConvolutionDescriptor[DType, Any]".into(),
+                unknown: "conv",
+                ..any
+            },
+        ]
+    }
+}
+
+fn pyi_operands_w_dy_dx_conv(o: &PyiOperands) -> Vec<String> {
+    vec![
+        format!("w: {}", o.w),
+        format!("dy: {}", o.dy),
+        format!("dx: {}", o.dx),
+        format!("conv: {}", o.conv),
+    ]
+}
+
+/// The stub class of a data type: `F32`, `BF16`, ...
+fn pyi_dtype(d: DType) -> String {
+    d.name().to_ascii_uppercase()
+}
+
+/// Writes `sigs` as overloads of a `Handle` method; the first carries the docstring.
+fn pyi_group(out: &mut String, name: &str, doc: &str, sigs: &[PyiSig]) {
+    pyi_overloads(out, "    ", name, Some("self"), doc, sigs);
+}
+
+/// Writes `sigs` as overloads of a module-level function.
+fn pyi_module_group(out: &mut String, name: &str, doc: &str, sigs: &[PyiSig]) {
+    pyi_overloads(out, "", name, None, doc, sigs);
+}
+
+fn pyi_overloads(
+    out: &mut String,
+    indent: &str,
+    name: &str,
+    receiver: Option<&str>,
+    doc: &str,
+    sigs: &[PyiSig],
+) {
+    for (i, sig) in sigs.iter().enumerate() {
+        let _ = writeln!(out, "{indent}@overload");
+        let _ = writeln!(out, "{indent}def {name}(");
+        for p in receiver
+            .into_iter()
+            .chain(sig.params.iter().map(String::as_str))
+        {
+            let _ = writeln!(out, "{indent}    {p},");
+        }
+        if i == 0 {
+            let _ = writeln!(out, "{indent}) -> {}:", sig.ret);
+            let mut lines = doc.lines();
+            let first = lines.next().unwrap_or_default();
+            let rest: Vec<&str> = lines.collect();
+            if rest.is_empty() {
+                let _ = writeln!(out, "{indent}    \"\"\"{first}\"\"\"");
+            } else {
+                let _ = writeln!(out, "{indent}    \"\"\"{first}");
+                for l in rest {
+                    let _ = writeln!(out, "{indent}    {l}");
+                }
+                let _ = writeln!(out, "{indent}    \"\"\"");
+            }
+        } else {
+            let _ = writeln!(out, "{indent}) -> {}: ...", sig.ret);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

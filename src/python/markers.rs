@@ -353,6 +353,36 @@ impl From<Determinism> for PyDeterminism {
     }
 }
 
+#[pymethods]
+impl PyConvolutionMode {
+    /// The member's name, as `enum.Enum.name`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        ConvolutionMode::from(*self).name()
+    }
+}
+
+#[pymethods]
+impl PyMathType {
+    /// The member's name, as `enum.Enum.name`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        MathType::from(*self).name()
+    }
+}
+
+#[pymethods]
+impl PyDeterminism {
+    /// The member's name, as `enum.Enum.name`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        match self {
+            PyDeterminism::Deterministic => "Deterministic",
+            PyDeterminism::NonDeterministic => "NonDeterministic",
+        }
+    }
+}
+
 // ---------------------------------------------------------------- algorithms
 
 /// Base class of the backward-data algorithms.

@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import cudnn_rs as cd
+import pytest
 from helpers import FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
 
 # Every name spec/PYTHON_API.md promises.

@@ -7,10 +7,9 @@ being read) and as random values otherwise.
 
 from __future__ import annotations
 
+import cudnn_rs as cd
 import numpy as np
 import pytest
-
-import cudnn_rs as cd
 from helpers import (
     ALPHA_BETA,
     ConvCase,

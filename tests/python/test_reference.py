@@ -31,20 +31,25 @@ def naive_forward(
             for c_local in range(c_per_group):
                 c = group * c_per_group + c_local
                 for r in itertools.product(*(range(s) for s in kernel)):
-                    i = tuple(
-                        o_d * s - p + r_d * d
-                        for o_d, s, p, r_d, d in zip(
-                            o, params.stride, params.padding, r, params.dilation
-                        )
-                    )
-                    if any(i_d < 0 or i_d >= size for i_d, size in zip(i, x.shape[2:])):
+                    i = _input_index(o, r, params)
+                    if not all(0 <= i[d] < x.shape[2 + d] for d in range(len(i))):
                         continue
                     tap = r
                     if params.flip_kernel:
-                        tap = tuple(size - 1 - r_d for size, r_d in zip(kernel, r))
+                        tap = tuple(kernel[d] - 1 - r[d] for d in range(len(r)))
                     total += x[(n, c, *i)] * w[(k, c_local, *tap)]
             y[(n, k, *o)] = total
     return y
+
+
+def _input_index(
+    o: tuple[int, ...], r: tuple[int, ...], params: ConvParams
+) -> tuple[int, ...]:
+    """i = o * stride - pad + r * dilation, per spatial dimension."""
+    return tuple(
+        o[d] * params.stride[d] - params.padding[d] + r[d] * params.dilation[d]
+        for d in range(params.spatial_dims)
+    )
 
 
 GEOMETRIES = {

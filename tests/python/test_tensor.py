@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
+import cudnn_rs as cd
 import ml_dtypes
 import numpy as np
 import pytest
-from numpy.typing import NDArray
-
-import cudnn_rs as cd
 from helpers import FLOAT_DTYPES, NUMPY_DTYPES, format_marker
+from numpy.typing import NDArray
 
 SHAPES = {4: (2, 3, 4, 5), 5: (2, 3, 2, 4, 3)}
 FORMATS = ("NCHW", "NHWC")
@@ -161,9 +160,22 @@ def test_from_numpy_copies(cpu: cd.Handle, rng: np.random.Generator) -> None:
     t = cd.Tensor.from_numpy(cpu, host)
     host[...] = 7.0
     assert_bitwise_equal(t.to_numpy(), original)
+
+
+def test_to_numpy_returns_a_writable_copy(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    host = random_array(rng, (1, 2, 3, 3), "f32")
+    t = cd.Tensor.from_numpy(cpu, host, format=cd.NHWC)
     back = t.to_numpy()
+    assert back.flags.writeable, "to_numpy() returned a read-only array"
     back[...] = 9.0
-    assert_bitwise_equal(t.to_numpy(), original)
+    assert_bitwise_equal(t.to_numpy(), host)
+    t_nchw = cd.Tensor.from_numpy(cpu, host)
+    back = t_nchw.to_numpy()
+    assert back.flags.writeable, "to_numpy() returned a read-only array"
+    back[...] = 9.0
+    assert_bitwise_equal(t_nchw.to_numpy(), host)
 
 
 def test_nhwc_and_nchw_hold_the_same_logical_values(
