@@ -63,6 +63,18 @@ impl RawProblem<'_> {
 
     /// Support table and shapes, checked before anything runs.
     pub fn validate(&self, algo: crate::convolution::AlgoKind) -> Result<BwdDataGeometry> {
+        // A rank that does not fit the descriptor is a shape error, whatever the table says.
+        let nd = self.conv.spatial_dims();
+        for (name, d) in [("filter", self.w), ("dy", self.dy), ("dx", self.dx)] {
+            if d.shape().len() != nd + 2 {
+                return Err(Error::Shape(format!(
+                    "{name} has rank {} but a {nd}-d convolution needs rank {} (shape {:?})",
+                    d.shape().len(),
+                    nd + 2,
+                    d.shape()
+                )));
+            }
+        }
         support::check(&self.row(algo)).map_err(Error::Unsupported)?;
         self.geometry()
     }
@@ -336,12 +348,13 @@ impl CudnnContext {
             Some(e) if e.is_not_supported() => Err(Error::cudnn(
                 e,
                 format!(
-                    "{doing}: cuDNN {}.{}.{} does not run {} for {}; this shape is outside what the algorithm accepts: use BestHeuristic (get_convolution_backward_data_algorithm) instead",
+                    "{doing}: cuDNN {}.{}.{} does not run {} for {} ({}); use BestHeuristic (get_convolution_backward_data_algorithm) instead",
                     self.version().0,
                     self.version().1,
                     self.version().2,
                     algo.name(),
-                    p.describe()
+                    p.describe(),
+                    support::algorithm_limits(algo)
                 ),
             )),
             Some(e) => Err(Error::cudnn(
@@ -375,6 +388,39 @@ impl CudnnContext {
                 kind.name()
             )));
         }
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.execute(alpha, p, algo, ptrs, beta) }
+    }
+
+    /// Runs `algo` on any configuration cuDNN accepts, bypassing the support table (shapes
+    /// are still checked): for the sweep that measures what cuDNN supports and so
+    /// maintains the table. Users want [`Self::backward_data_raw`].
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`].
+    pub unsafe fn probe_backward_data(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        algo: BwdDataAlgo,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        p.geometry()?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.execute(alpha, p, algo, ptrs, beta) }
+    }
+
+    /// # Safety
+    /// As [`Self::backward_data_raw`]; the problem has been validated.
+    unsafe fn execute(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        algo: BwdDataAlgo,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
         let need = self.workspace_size_raw(p, algo)?.unwrap_or(0);
         if need > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(

@@ -226,6 +226,7 @@ fn beta_zero_never_reads_dx() {
 /// Padding can leave dx positions that no output reads (stride 3, kernel 1); with
 /// beta = 0 they must come out as exactly zero, not as the poison.
 #[test]
+#[allow(clippy::float_cmp)] // small integers: exact in f32
 fn unreached_positions_are_zeroed() {
     let params = ConvParams::new(
         &[0, 0],

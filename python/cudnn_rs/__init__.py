@@ -79,6 +79,7 @@ from ._native import (  # noqa: E402
     supported_configurations,
     u8,
 )
+from ._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3  # noqa: E402
 
 _register_pip_cudnn()
 
@@ -119,7 +120,13 @@ __all__ = [
     "MathType",
     "NCHWVectC8x4",
     "NCHWVectC8x32",
+    "Rank",
+    "Rank4",
+    "Rank5",
     "ShapeError",
+    "Spatial",
+    "Spatial2",
+    "Spatial3",
     "Tensor",
     "UnsupportedConfigurationError",
     "Winograd",

@@ -12,10 +12,29 @@
 //! all lines, which the original crate meant but did not do (it left out the
 //! NHWC-filter lines).
 //!
-//! Provenance: lines marked (orig) are the original crate's; lines marked (half) were
-//! added for f16/bf16, which cuDNN supports for backward data. Lines are pruned or
-//! extended from GPU measurements (`tests/data/bwd_data_support_measured.csv`); what was
-//! removed and why is written in the "Removed" list below the table.
+//! Provenance: every line below was executed on an H200 with cuDNN 9.14 (system) and
+//! 9.19 (pip wheel) by `examples/gpu_sweep.rs` (all six algorithms x f32/f64/f16/bf16 x
+//! compute types x the eight (filter, dy, dx) format combinations x 2-d/3-d x ten shapes,
+//! fresh random inputs, poisoned output, compared with the CPU reference); the results are
+//! in `tests/data/sweep_*.csv` and `bench/support_from_sweep.py` derives the lines from
+//! them. A pair is listed when, in both builds, it matched the reference on at least one
+//! shape and never gave a wrong result.
+//!
+//! Shape-dependent limits (cuDNN answers `NOT_SUPPORTED` for other shapes; see
+//! [`algorithm_limits`], which the error message quotes):
+//! - `Fft`: stride 1 and dilation 1 only.
+//! - `FftTiling`: dilation 1 only (3-d: stride 1 too); f64 2-d: 1x1 filters only.
+//! - `WinogradNonFused`: 3x3 and 5x5 filters (true half: 3x3), stride 1, dilation 1.
+//! - `DataAlgo0`, `DataAlgo1`: every shape swept.
+//!
+//! Removed from the original crate's rows, with the measurement:
+//! - `Winograd` (fused) for f32 NCHW dx and f32 NHWC dx: `NOT_SUPPORTED` for every shape in
+//!   both builds, 3x3 stride 1 included (cuDNN 9 no longer runs fused Winograd here).
+//!
+//! Added: every f16/bf16 line, `DataAlgo1` for 3-d f64, and the mixed-format
+//! (NCHW filter and dy, NHWC dx) half lines. Never admitted: NHWC dy with an NCHW filter,
+//! and NCHW dy with an NHWC filter (`NOT_SUPPORTED` for every algorithm), integer types
+//! (`NOT_SUPPORTED` for backward data).
 
 use std::fmt::Write as _;
 
@@ -45,51 +64,66 @@ pub trait SupportedConvBwdData<
 }
 
 /// Invokes `$callback!` with the table. Kept as a macro so that the trait impls, the
-/// run-time rows and the Python dispatch all expand from these very lines.
+/// run-time rows, the Python dispatch and the GPU row tests all expand from these very
+/// lines. Exported (hidden) for the crate's own integration tests.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! with_bwd_data_support_table {
     ($callback:ident) => {
         $callback! {
             // filter        dy            comp  dx            D  N    algorithms (BestHeuristic implied)
-            // (orig) f32, all NCHW
-            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, Winograd, WinogradNonFused];
-            // (orig) f32, NCHW filter and dy, NHWC dx
-            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, Winograd, WinogradNonFused];
-            // (orig) f64, all NCHW
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling];
-            // (orig) f64, NHWC dx
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (orig) f32, all NHWC
+            // ---- 2-d, f32
+            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
             [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (half) f16 storage, f32 compute ("pseudo half"), all NHWC: tensor cores' layout
+            // ---- 2-d, f64 (FftTiling: 1x1 filters only)
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
+            // ---- 2-d, f16 storage, f32 compute ("pseudo half")
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
             [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (half) f16 storage, f32 compute, all NCHW
-            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (half) f16 storage and f16 compute ("true half"), all NCHW
+            // ---- 2-d, f16 storage and f16 compute ("true half")
             [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            // (half) bf16 storage, f32 compute, all NHWC
+            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
+            // ---- 2-d, bf16 storage, f32 compute
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
             [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (half) bf16 storage, f32 compute, all NCHW
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1];
-            // (orig) 3-d f32, all NCDHW
+            // ---- 3-d
             [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
-            // (orig) 3-d f32, NDHWC dx
             [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [DataAlgo0];
-            // (orig) 3-d f64, all NCDHW
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, FftTiling];
-            // (orig) 3-d f64, NDHWC dx
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0];
-            // (orig) 3-d f32, all NDHWC
             [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [DataAlgo1];
-            // (half) 3-d f16 storage, f32 compute, all NDHWC
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [DataAlgo0];
             [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [DataAlgo1];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [DataAlgo1];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [DataAlgo1];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [DataAlgo0];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [DataAlgo1];
         }
     };
 }
 #[allow(unused_imports)] // used by the Python layer's dispatch
-pub(crate) use with_bwd_data_support_table;
+pub(crate) use crate::with_bwd_data_support_table;
 
-// Removed (none yet): lines cuDNN 9 rejects for every shape are deleted from the table and
-// listed here with the measurement that showed it.
+/// The shapes cuDNN 9 runs `algo` on (measured; quoted in `NOT_SUPPORTED` errors).
+pub fn algorithm_limits(algo: crate::convolution::BwdDataAlgo) -> &'static str {
+    use crate::convolution::BwdDataAlgo as A;
+    match algo {
+        A::Algo0 | A::Algo1 => "it ran every shape measured",
+        A::Fft => "Fft runs stride 1, dilation 1 only",
+        A::FftTiling => "FftTiling runs dilation 1 only (3-d: stride 1 too; f64 2-d: 1x1 filters only)",
+        A::Winograd => "fused Winograd is not run by cuDNN 9 for backward data",
+        A::WinogradNonFused => {
+            "WinogradNonFused runs 3x3 and 5x5 filters (true half: 3x3) with stride 1 and dilation 1 only"
+        }
+    }
+}
 
 /// One run-time row: an (algorithm, configuration) pair the table admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -478,6 +512,8 @@ pub fn render_pyi_overloads() -> String {
          heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.",
         &sigs,
     );
+    // ruff's stub style: a blank line between the last definition and the end marker.
+    out.push('\n');
     out
 }
 
@@ -615,6 +651,11 @@ fn pyi_overloads(
                     let _ = writeln!(out, "{indent}    {l}");
                 }
                 let _ = writeln!(out, "{indent}    \"\"\"");
+            }
+            // ruff's stub style: a module-level function with a body is followed by
+            // a blank line.
+            if indent.is_empty() {
+                out.push('\n');
             }
         } else {
             let _ = writeln!(out, "{indent}) -> {}: ...", sig.ret);

@@ -162,9 +162,9 @@ fn physical_permutation(format: Format, ndim: usize) -> Vec<usize> {
             p
         }
         Format::NchwVectC8x4 | Format::NchwVectC8x32 => {
-            // axes of the reshaped array: 0 N, 1 C/v, 2 v, 3.. spatial
+            // `ndim` counts the reshaped axes: 0 N, 1 C/v, 2 v, 3.. spatial
             let mut p = vec![0, 1];
-            p.extend(3..=ndim);
+            p.extend(3..ndim);
             p.push(2);
             p
         }
@@ -199,6 +199,9 @@ fn array_to_bytes(
             }),
         )
     })?;
+    if format.data_type(dtype).is_none() {
+        return Err(super::errors::to_py(py, unsupported_format(dtype, format)));
+    }
     let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
     if shape.len() < 3 {
         return Err(super::errors::to_py(
@@ -270,7 +273,18 @@ fn bytes_to_array<'py>(
     }
     arr = np.call_method1("transpose", (arr, PyTuple::new(py, inv)?))?;
     arr = arr.call_method1("reshape", (PyTuple::new(py, shape.to_vec())?,))?;
-    np.call_method1("ascontiguousarray", (arr,))
+    // A fresh, writable, C-contiguous array (frombuffer's view is read-only).
+    np.call_method1("array", (arr,))
+}
+
+fn unsupported_format(dtype: DType, format: Format) -> Error {
+    Error::Unsupported(crate::error::UnsupportedConfiguration {
+        requested: format!("{dtype} elements in format {format}"),
+        nearest: vec![
+            "NCHW and NHWC hold every type; NCHWVectC8x4 holds i8 and u8; NCHWVectC8x32 holds i8"
+                .into(),
+        ],
+    })
 }
 
 fn parse_shape(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -402,13 +416,10 @@ macro_rules! tensor_like {
                 let dtype = dtype.map(extract_dtype).transpose()?.unwrap_or(DType::F32);
                 let format = format.map(extract_format).transpose()?.unwrap_or(Format::Nchw);
                 let shape = parse_shape(shape)?;
-                let desc = RawDescriptor::new($role, dtype, format, &shape).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::Unsupported(crate::error::UnsupportedConfiguration {
-                        requested: m,
-                        nearest: vec!["NCHW and NHWC hold every type; the vectorised formats hold i8 (x4: also u8)".into()],
-                    }),
-                    other => other,
-                }).py_err(py)?;
+                if format.data_type(dtype).is_none() {
+                    return Err(super::errors::to_py(py, unsupported_format(dtype, format)));
+                }
+                let desc = RawDescriptor::new($role, dtype, format, &shape).py_err(py)?;
                 let h = handle.get();
                 let core = detach(py, || TensorCore::allocate(h, desc, None, zero))?;
                 Ok(Self { core: Arc::new(core) })

@@ -149,6 +149,9 @@ struct Scale<A> {
 }
 
 impl<A: Accum> Scale<A> {
+    // Exact comparisons on purpose: only an exact 1 may skip the scaling, only an exact
+    // 0 may skip reading dx (as cuDNN does).
+    #[allow(clippy::float_cmp)]
     fn new(alpha: f64, beta: f64) -> Self {
         Scale {
             alpha: A::from_scale(alpha),
@@ -175,34 +178,39 @@ struct Plan {
     direct: bool,
     block_channels: usize,
     tile_rows: usize,
+    /// Threads each GEMM may use: more than one only when there are fewer blocks than
+    /// threads (a single image, few channels), where the blocks alone would leave cores
+    /// idle.
+    gemm_threads: usize,
 }
 
 impl Plan {
     fn new(p: &Problem, threads: usize) -> Self {
         let direct = p.kernel == [1; 3] && p.stride == [1; 3] && p.padding == [0; 3];
-        let env = |n: &str, d: usize| {
-            std::env::var(n)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
+        let threads = threads.max(1);
         let cg = p.in_per_group;
         let jobs = p.batch * p.groups;
-        let wanted_blocks = (env("BPT", BLOCKS_PER_THREAD) * threads.max(1))
-            .div_ceil(jobs)
-            .clamp(1, cg);
+        let wanted_blocks = (BLOCKS_PER_THREAD * threads).div_ceil(jobs).clamp(1, cg);
         let block_channels = cg
             .div_ceil(wanted_blocks)
-            .min(env("MAXR", MAX_BLOCK_ROWS) / p.taps)
-            .max(env("MINR", MIN_BLOCK_ROWS).div_ceil(p.taps))
+            .min(MAX_BLOCK_ROWS / p.taps)
+            .max(MIN_BLOCK_ROWS.div_ceil(p.taps))
             .clamp(1, cg);
-        let tile_rows = env("TC", TILE_COLUMNS)
-            .div_ceil(p.y[2])
-            .clamp(1, p.y[0] * p.y[1]);
+        let tile_rows = TILE_COLUMNS.div_ceil(p.y[2]).clamp(1, p.y[0] * p.y[1]);
+        let blocks = jobs.saturating_mul(cg.div_ceil(block_channels));
         Plan {
             direct,
             block_channels,
             tile_rows,
+            gemm_threads: (threads / blocks).max(1),
+        }
+    }
+
+    fn parallelism(&self) -> gemm::Parallelism {
+        if self.gemm_threads > 1 {
+            gemm::Parallelism::Rayon(self.gemm_threads)
+        } else {
+            gemm::Parallelism::None
         }
     }
 }
@@ -287,10 +295,10 @@ fn pack_filter<'w, T: RefElement>(p: &Problem, w: &'w [T]) -> Cow<'w, [T::Accum]
 
 /// `dy` in the accumulator type, same layout (the GEMM takes either layout's strides).
 fn widen<T: RefElement>(dy: &[T]) -> Cow<'_, [T::Accum]> {
+    const CHUNK: usize = 1 << 14;
     if let Some(same) = T::as_accum_slice(dy) {
         return Cow::Borrowed(same);
     }
-    const CHUNK: usize = 1 << 14;
     let mut wide = vec![T::Accum::ZERO; dy.len()];
     wide.par_chunks_mut(CHUNK)
         .zip(dy.par_chunks(CHUNK))
@@ -312,6 +320,7 @@ impl<A: Accum> Inputs<'_, A> {
         let p = self.p;
         let kg = p.out_per_group;
         let rows = block.count * p.taps;
+        let par = self.plan.parallelism();
         let ys = p.dy_strides();
         // Transposed filter block: row (c, tap) has stride 1, column k stride Cg*taps.
         let lhs = Operand {
@@ -330,7 +339,7 @@ impl<A: Accum> Inputs<'_, A> {
         };
 
         if self.plan.direct {
-            return matmul(rows, p.y_size, kg, grad, p.y_size, lhs, dy_at(0));
+            return matmul(rows, p.y_size, kg, grad, p.y_size, lhs, dy_at(0), par);
         }
 
         grad.fill(A::ZERO);
@@ -341,7 +350,16 @@ impl<A: Accum> Inputs<'_, A> {
             let end_row = (first_row + self.plan.tile_rows).min(total_rows);
             let cols = (end_row - first_row) * width;
             let tile = &mut col[..rows * cols];
-            matmul(rows, cols, kg, tile, cols, lhs, dy_at(first_row * width))?;
+            matmul(
+                rows,
+                cols,
+                kg,
+                tile,
+                cols,
+                lhs,
+                dy_at(first_row * width),
+                par,
+            )?;
             self.col2im(block.count, tile, cols, first_row..end_row, grad);
         }
         Ok(())
@@ -421,6 +439,9 @@ struct Operand<'a, A> {
 impl<A> Operand<'_, A> {
     /// Whether every element of a `rows` x `cols` view lies inside `data`.
     fn fits(&self, rows: usize, cols: usize) -> bool {
+        if rows == 0 || cols == 0 {
+            return true;
+        }
         (rows - 1)
             .checked_mul(self.row_stride)
             .zip((cols - 1).checked_mul(self.col_stride))
@@ -429,8 +450,7 @@ impl<A> Operand<'_, A> {
     }
 }
 
-/// `dst (m x n, row-major, row stride dst_stride) = lhs (m x k) * rhs (k x n)`,
-/// single-threaded (the blocks are the parallelism).
+/// `dst (m x n, row-major, row stride dst_stride) = lhs (m x k) * rhs (k x n)`.
 fn matmul<A: Accum>(
     m: usize,
     n: usize,
@@ -439,6 +459,7 @@ fn matmul<A: Accum>(
     dst_stride: usize,
     lhs: Operand<'_, A>,
     rhs: Operand<'_, A>,
+    parallelism: gemm::Parallelism,
 ) -> Result<()> {
     if m == 0 || n == 0 || k == 0 {
         dst.fill(A::ZERO);
@@ -492,13 +513,15 @@ fn matmul<A: Accum>(
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         );
     }
     Ok(())
 }
 
+// Hand-worked expectations are exact in binary floating point, so tests compare exactly.
 #[cfg(test)]
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
     use crate::convolution::geometry::ConvParams;
@@ -732,24 +755,46 @@ mod tests {
         assert!(zero.is_err());
     }
 
-    #[test]
-    fn plan_keeps_blocks_big_enough_and_tiles_nonempty() {
+    fn problem(w: &[usize], dy: &[usize], dx: &[usize], pad: i64) -> Problem {
+        let dims = w.len() - 2;
         let g = geo(
-            &[8, 64, 3, 3],
-            &[2, 8, 5, 5],
-            &[2, 64, 5, 5],
-            &[1, 1],
-            &[1, 1],
-            &[1, 1],
+            w,
+            dy,
+            dx,
+            &vec![pad; dims],
+            &vec![1; dims],
+            &vec![1; dims],
             1,
             ConvolutionMode::CrossCorrelation,
         );
-        let p = Problem::new(&g, NCHW, NCHW, NCHW, 8 * 64 * 9, 2 * 8 * 25, 2 * 64 * 25).unwrap();
+        let (wn, yn, xn) = g.element_counts();
+        Problem::new(&g, NCHW, NCHW, NCHW, wn, yn, xn).unwrap()
+    }
+
+    #[test]
+    fn plan_balances_blocks_threads_and_tiles() {
+        // 16 threads want 48 blocks over 2 images: 64 / 24 -> 3 channels (27 rows, above
+        // the 16-row floor); a 5x5 output is one tile.
+        let p = problem(&[8, 64, 3, 3], &[2, 8, 5, 5], &[2, 64, 5, 5], 1);
         let plan = Plan::new(&p, 16);
-        // 48 blocks wanted over 2 images: 64 / 24 -> 3 channels, raised to ceil(32/9) = 4.
-        assert_eq!(plan.block_channels, 4);
-        assert!(plan.tile_rows >= 1 && plan.tile_rows <= 5);
+        assert_eq!(
+            (plan.block_channels, plan.tile_rows, plan.gemm_threads),
+            (3, 5, 1)
+        );
         assert!(!plan.direct);
+
+        // One thread, 512 channels of 3x3: capped at 256 / 9 = 28 channels per block;
+        // tiles of ceil(512 / 40) = 13 rows of a 40-wide output.
+        let p = problem(&[4, 512, 3, 3], &[1, 4, 40, 40], &[1, 512, 40, 40], 1);
+        let plan = Plan::new(&p, 1);
+        assert_eq!((plan.block_channels, plan.tile_rows), (28, 13));
+
+        // A 1x1 with 16 channels and one image is a single block (16-row floor), so the
+        // GEMM itself gets the threads.
+        let p = problem(&[4, 16, 1, 1], &[1, 4, 6, 6], &[1, 16, 6, 6], 0);
+        let plan = Plan::new(&p, 16);
+        assert!(plan.direct);
+        assert_eq!((plan.block_channels, plan.gemm_threads), (16, 16));
     }
 
     /// Deterministic values in +-[0.25, 1.25), enough to make any misplaced term visible.
@@ -839,6 +884,7 @@ mod tests {
                                 direct,
                                 block_channels,
                                 tile_rows,
+                                gemm_threads: 1 + tile_rows % 2,
                             };
                             let mut got = old.clone();
                             execute(&p, &plan, 0.75, &w, &dy, -0.5, &mut got).unwrap();

@@ -202,7 +202,9 @@ macro_rules! impl_half_element {
 
 impl_half_element!(f16, bf16);
 
+// Hand-worked expectations are exact in binary floating point, so tests compare exactly.
 #[cfg(test)]
+#[allow(clippy::float_cmp)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,6 @@
 //! Tensors: data in some memory plus a descriptor saying what it holds.
 
+pub mod layout;
 pub mod tensor_descriptor;
 pub mod tensor_format;
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -96,7 +97,7 @@ def conv_forward(x: ArrayLike, w: ArrayLike, params: ConvParams) -> Float64Array
         if windows is None:
             continue
         in_slices, out_slices = windows
-        w_tap = wg[(Ellipsis, *taps)]  # (g, k/g, c/g)
+        w_tap = wg[_tap_index(taps)]  # (g, k/g, c/g)
         x_part = xg[(slice(None), slice(None), slice(None), *in_slices)]
         y[(slice(None), slice(None), slice(None), *out_slices)] += np.einsum(
             "gkc,ngc...->ngk...", w_tap, x_part
@@ -139,7 +140,7 @@ def conv_backward_data(
         if windows is None:
             continue
         in_slices, out_slices = windows
-        w_tap = wg[(Ellipsis, *taps)]  # (g, k/g, c/g)
+        w_tap = wg[_tap_index(taps)]  # (g, k/g, c/g)
         dy_part = dyg[(slice(None), slice(None), slice(None), *out_slices)]
         # For a fixed tap, output position o maps to one input position, and distinct
         # o map to distinct inputs, so a strided slice receives the whole tap at once.
@@ -170,6 +171,11 @@ def _check_shapes(
         raise ValueError(
             f"groups={g} does not fit {x_shape[1]} input channels and filter {w_shape}"
         )
+
+
+def _tap_index(taps: Sequence[int]) -> tuple[Any, ...]:
+    """Index of one kernel tap in a (..., *kernel) filter."""
+    return (Ellipsis, *taps)
 
 
 def _oriented_filter(w: Float64Array, params: ConvParams) -> Float64Array:

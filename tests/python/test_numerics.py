@@ -7,6 +7,8 @@ being read) and as random values otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
 import cudnn_rs as cd
 import numpy as np
 import pytest
@@ -137,7 +139,7 @@ def test_modes_give_different_results(
     assert difference > 1e-3 * np.max(np.abs(got_xcorr.astype(np.float64)))
 
 
-DTYPE_ROWS = {
+DTYPE_ROWS: dict[str, dict[str, Any]] = {
     "f64": {"dtype": "f64"},
     "f32-nhwc": {"dtype": "f32", "dy_format": "NHWC"},
     "f16-nchw": {"dtype": "f16", "dy_format": "NCHW", "comp": "f32"},

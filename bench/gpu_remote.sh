@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# GPU test driver, part 2 (on the GPU machine, from the repository root, with .carry/
+# staged by bench/gpu_run.sh). Runs, against both cuDNN builds where present:
+#   1. the Rust GPU tests (every table row vs the CPU reference, determinism, errors),
+#   2. the Python suite with the GPU tests (vs the CPU device, NumPy and PyTorch),
+#   3. the support sweep (CSV into $OUT), and optional benchmarks (GPU_RUN_BENCH=1).
+# Logs go to $OUT (or ./gpu-out). Exit status: non-zero if any test step failed.
+set -uo pipefail
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
+pip_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+sys_cudnn=/usr/lib/x86_64-linux-gnu/libcudnn.so.9
+python3 -m pip install -q --no-deps --no-index --target /tmp/site .carry/wheels/*.whl || exit 3
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/all.log"
+fail=0
+step() { # name, command...: full output appended to $out/all.log, its tail printed
+  local name=$1; shift
+  echo "=== $name"
+  local log=/tmp/step_$name.log
+  if "$@" >"$log" 2>&1; then echo "    ok"; else echo "    FAILED (rc $?)"; fail=1; fi
+  { echo "=== $name"; cat "$log"; } >>"$out/all.log"
+  tail -n "${TAIL:-6}" "$log" | sed 's/^/    /'
+}
+for which in pip system; do
+  if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=$sys_cudnn; fi
+  [ -f "$lib" ] || { echo "no $which cuDNN at $lib"; continue; }
+  export CUDNN_RS_CUDNN_PATH=$lib
+  step "rust_gpu_$which" .carry/bin/test_gpu_rows --ignored --nocapture --test-threads 1
+  step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
+done
+unset CUDNN_RS_CUDNN_PATH
+step pytest_gpu python3 -m pytest tests/python -rs -q -x --timeout 300 -p no:cacheprovider
+if [ "${GPU_RUN_BENCH:-0}" = 1 ] && [ -f bench/perf.py ]; then
+  step perf python3 bench/perf.py --csv "$out/perf.csv"
+fi
+exit $fail

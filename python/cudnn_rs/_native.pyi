@@ -1,0 +1,3238 @@
+"""Typed cuDNN convolution backward-data (the native module, re-exported by cudnn_rs).
+
+``Tensor``, ``Filter`` and ``ConvolutionDescriptor`` are generic in the stubs only:
+``Tensor[F16, NHWC, Rank4]`` is a 4-d f16 tensor stored NHWC,
+``ConvolutionDescriptor[F32, Spatial2]`` a 2-d convolution computing in f32. The
+constructors infer the parameters from their arguments, and the backward-data calls
+have one overload per row of the support table, so a type checker rejects a
+combination the table lacks. What is known only at run time (the dtype of an array of
+unknown dtype, the length of a shape of unknown length) is typed as the base class
+(``DType``, ``Format``) or ``Any``; general overloads accept those operands, and the
+call checks them when it runs.
+"""
+
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final, Generic, Never, final, overload
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import TypeVar, disjoint_base
+
+from cudnn_rs._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3
+
+__all__ = [
+    "BF16",
+    "BOUND_CUDNN_VERSION",
+    "F16",
+    "F32",
+    "F64",
+    "I8",
+    "I32",
+    "I64",
+    "NCHW",
+    "NHWC",
+    "U8",
+    "AlgoPerf",
+    "Algorithm",
+    "BestHeuristic",
+    "ConvolutionDescriptor",
+    "ConvolutionMode",
+    "CudaError",
+    "CudnnError",
+    "CudnnRsError",
+    "DType",
+    "DataAlgo0",
+    "DataAlgo1",
+    "Determinism",
+    "DeviceMemoryError",
+    "DeviceMismatchError",
+    "Fft",
+    "FftTiling",
+    "Filter",
+    "Format",
+    "Handle",
+    "LibraryNotFoundError",
+    "MathType",
+    "NCHWVectC8x4",
+    "NCHWVectC8x32",
+    "ShapeError",
+    "Tensor",
+    "UnsupportedConfigurationError",
+    "Winograd",
+    "WinogradNonFused",
+    "Workspace",
+    "_add_cudnn_search_dir",
+    "_cudnn_origin",
+    "bf16",
+    "convolution_backward_data",
+    "cuda_available",
+    "device_count",
+    "f16",
+    "f32",
+    "f64",
+    "i8",
+    "i32",
+    "i64",
+    "supported_configurations",
+    "u8",
+]
+
+# ---------------------------------------------------------------- data types
+
+@disjoint_base
+class DType:
+    """Base class of the data-type markers (``f32``, ``f16``, ...).
+
+    Instances compare equal and hash by name: ``F32() == f32``.
+    """
+
+    @property
+    def name(self) -> str:
+        """Short name: "f32", "bf16", ..."""
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class F32(DType):
+    """The ``f32`` data-type marker (IEEE single precision)."""
+
+@final
+class F64(DType):
+    """The ``f64`` data-type marker (IEEE double precision)."""
+
+@final
+class F16(DType):
+    """The ``f16`` data-type marker (IEEE half precision)."""
+
+@final
+class BF16(DType):
+    """The ``bf16`` data-type marker (bfloat16; NumPy arrays via ml_dtypes)."""
+
+@final
+class I8(DType):
+    """The ``i8`` data-type marker."""
+
+@final
+class U8(DType):
+    """The ``u8`` data-type marker."""
+
+@final
+class I32(DType):
+    """The ``i32`` data-type marker."""
+
+@final
+class I64(DType):
+    """The ``i64`` data-type marker."""
+
+f32: Final[F32]
+"""The ``f32`` marker."""
+f64: Final[F64]
+"""The ``f64`` marker."""
+f16: Final[F16]
+"""The ``f16`` marker."""
+bf16: Final[BF16]
+"""The ``bf16`` marker."""
+i8: Final[I8]
+"""The ``i8`` marker."""
+u8: Final[U8]
+"""The ``u8`` marker."""
+i32: Final[I32]
+"""The ``i32`` marker."""
+i64: Final[I64]
+"""The ``i64`` marker."""
+
+# ---------------------------------------------------------------- formats
+
+@disjoint_base
+class Format:
+    """Base class of the memory-format markers.
+
+    The classes themselves (``NCHW``, ``NHWC``, ...) are the markers: pass
+    ``format=cudnn_rs.NHWC``; ``tensor.format`` is the class.
+    """
+
+    name: ClassVar[str]
+    """The format's name: "NCHW", "NHWC", ... (defined by each format class)."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class NCHW(Format):
+    """Channels first: N, C, H, W (N, C, D, H, W for rank 5) from outermost."""
+
+@final
+class NHWC(Format):
+    """Channels last: N, H, W, C (N, D, H, W, C for rank 5) from outermost."""
+
+@final
+class NCHWVectC8x4(Format):
+    """NCHW with channels packed by 4 (cuDNN's NCHW_VECT_C for 8-bit integers)."""
+
+@final
+class NCHWVectC8x32(Format):
+    """NCHW with channels packed by 32 (cuDNN's NCHW_VECT_C, i8 only)."""
+
+# ---------------------------------------------------------------- enums
+
+@final
+class ConvolutionMode:
+    """Whether the filter is flipped (``Convolution``) or not (``CrossCorrelation``)."""
+
+    Convolution: ClassVar[ConvolutionMode]
+    CrossCorrelation: ClassVar[ConvolutionMode]
+    @property
+    def name(self) -> str:
+        """The member's name, as ``enum.Enum.name``."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __int__(self) -> int: ...
+
+@final
+class MathType:
+    """cuDNN's math mode: whether tensor cores may be used."""
+
+    Default: ClassVar[MathType]
+    TensorOp: ClassVar[MathType]
+    TensorOpAllowConversion: ClassVar[MathType]
+    Fma: ClassVar[MathType]
+    @property
+    def name(self) -> str:
+        """The member's name, as ``enum.Enum.name``."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __int__(self) -> int: ...
+
+@final
+class Determinism:
+    """Whether an algorithm's results are bitwise reproducible."""
+
+    Deterministic: ClassVar[Determinism]
+    NonDeterministic: ClassVar[Determinism]
+    @property
+    def name(self) -> str:
+        """The member's name, as ``enum.Enum.name``."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __int__(self) -> int: ...
+
+# ---------------------------------------------------------------- algorithms
+
+@disjoint_base
+class Algorithm:
+    """Base class of the backward-data algorithms; instances compare equal by name."""
+
+    @property
+    def name(self) -> str:
+        """The algorithm's name ("DataAlgo0", ..., "BestHeuristic")."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class DataAlgo0(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: sums of matrix products with atomics
+    (non-deterministic)."""
+
+@final
+class DataAlgo1(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: implicit matrix product (deterministic)."""
+
+@final
+class Fft(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: FFT, large workspace."""
+
+@final
+class FftTiling(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: tiled FFT."""
+
+@final
+class Winograd(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: fused Winograd."""
+
+@final
+class WinogradNonFused(Algorithm):
+    """CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED."""
+
+@disjoint_base
+class BestHeuristic(Algorithm):
+    """An algorithm cuDNN chose, with what it said of it.
+
+    Admitted by every configuration of the support table: usable wherever an
+    algorithm is.
+    """
+
+    @property
+    def algo(
+        self,
+    ) -> DataAlgo0 | DataAlgo1 | Fft | FftTiling | Winograd | WinogradNonFused:
+        """The algorithm chosen (an instance of one of the six algorithm classes)."""
+    @property
+    def time(self) -> float:
+        """Milliseconds cuDNN measured, or -1.0 where it only estimated."""
+    @property
+    def workspace_size(self) -> int:
+        """Workspace bytes the algorithm needs."""
+    @property
+    def determinism(self) -> Determinism:
+        """Whether the algorithm's results are reproducible."""
+    @property
+    def math_type(self) -> MathType:
+        """The math mode the algorithm runs with."""
+
+@final
+class AlgoPerf(BestHeuristic):
+    """One measured result of ``Handle.find_convolution_backward_data_algorithm``."""
+
+# ---------------------------------------------------------------- type variables
+
+_DT = TypeVar("_DT", bound=DType)
+_FMT = TypeVar("_FMT", bound=Format)
+_RANK = TypeVar("_RANK", bound=Rank)
+_CT = TypeVar("_CT", bound=DType)
+_SP = TypeVar("_SP", bound=Spatial)
+# What the constructors infer from their arguments; the defaults are the run-time
+# defaults of an omitted (or None) argument.
+_NewDT = TypeVar("_NewDT", bound=DType, default=F32)
+_NewFMT = TypeVar("_NewFMT", bound=Format, default=NCHW)
+
+_Shape4 = tuple[int, int, int, int]
+_Shape5 = tuple[int, int, int, int, int]
+
+# ---------------------------------------------------------------- tensors
+
+@final
+class Tensor(Generic[_DT, _FMT, _RANK]):
+    """A tensor on a handle's device: data type ``_DT``, memory format ``_FMT``, rank
+    ``_RANK`` (``Rank4`` / ``Rank5``).
+
+    Its shape is logical, (N, C, H, W) or (N, C, D, H, W), whatever the memory format.
+    The type parameters are invariant: ``Tensor[DType, ...]`` means "data type known
+    only at run time", which the general overloads of the backward-data calls accept.
+    """
+
+    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
+    # matches no concrete array): the dtype is then known only at run time, not
+    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
+    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[Never],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[DType, _NewFMT, Any]:
+        """Copies a NumPy array (logical NCHW(D) order) to the handle's device.
+
+        The data type is the array's: statically known for float16, float32, float64,
+        int8, int32, int64 and uint8 arrays, ``DType`` otherwise (bfloat16, or a dtype
+        known only at run time). The rank is known only at run time.
+        """
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.floating[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.signedinteger[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.unsignedinteger[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.float16],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[F16, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.float32],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[F32, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.float64],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[F64, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.int8],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[I8, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.int32],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[I32, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.int64],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[I64, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.uint8],
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[U8, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.ArrayLike,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: _Shape4,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Rank4]:
+        """A zero-filled tensor of logical ``shape`` (dtype f32 and format NCHW by
+        default). The rank is inferred from a shape tuple of length 4 or 5."""
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: _Shape5,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Rank5]: ...
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: Sequence[int],
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: _Shape4,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Rank4]:
+        """An uninitialised tensor (zero-filled on the CPU device); as ``zeros``."""
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: _Shape5,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Rank5]: ...
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: Sequence[int],
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Tensor[_NewDT, _NewFMT, Any]: ...
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Logical shape: (N, C, H, W) or (N, C, D, H, W)."""
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+    @property
+    def dtype(self) -> _DT:
+        """Data-type marker (the module-level instance, e.g. ``cudnn_rs.f32``)."""
+    @property
+    def format(self) -> type[_FMT]:
+        """Memory-format marker class (``tensor.format is cudnn_rs.NHWC``)."""
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda:N"."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of storage."""
+    @overload
+    def to_numpy(self: Tensor[F32, Any, Any]) -> npt.NDArray[np.float32]:
+        """Copies to a NumPy array in logical NCHW(D) order (C-contiguous). bf16
+        gives ml_dtypes.bfloat16 when ml_dtypes is installed, float32 otherwise."""
+    @overload
+    def to_numpy(self: Tensor[F64, Any, Any]) -> npt.NDArray[np.float64]: ...
+    @overload
+    def to_numpy(self: Tensor[F16, Any, Any]) -> npt.NDArray[np.float16]: ...
+    @overload
+    def to_numpy(self: Tensor[I8, Any, Any]) -> npt.NDArray[np.int8]: ...
+    @overload
+    def to_numpy(self: Tensor[U8, Any, Any]) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def to_numpy(self: Tensor[I32, Any, Any]) -> npt.NDArray[np.int32]: ...
+    @overload
+    def to_numpy(self: Tensor[I64, Any, Any]) -> npt.NDArray[np.int64]: ...
+    @overload
+    def to_numpy(self) -> npt.NDArray[Any]: ...
+
+@final
+class Filter(Generic[_DT, _FMT, _RANK]):
+    """A filter (weights) on a handle's device: data type ``_DT``, memory format
+    ``_FMT``, rank ``_RANK``.
+
+    Its shape is logical, (K, C/groups, R, S) or (K, C/groups, T, R, S), whatever the
+    memory format. Same API as ``Tensor``; the type parameters are invariant.
+    """
+
+    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
+    # matches no concrete array): the dtype is then known only at run time, not
+    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
+    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[Never],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[DType, _NewFMT, Any]:
+        """Copies a NumPy array (logical K, C/groups, R, S order) to the device.
+
+        The data type is the array's: statically known for float16, float32, float64,
+        int8, int32, int64 and uint8 arrays, ``DType`` otherwise (bfloat16, or a dtype
+        known only at run time). The rank is known only at run time.
+        """
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.floating[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.signedinteger[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.unsignedinteger[Never]],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.float16],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[F16, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.float32],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[F32, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.float64],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[F64, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.int8],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[I8, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(  # type: ignore[overload-overlap]
+        handle: Handle,
+        array: npt.NDArray[np.int32],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[I32, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.int64],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[I64, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.NDArray[np.uint8],
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[U8, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def from_numpy(
+        handle: Handle,
+        array: npt.ArrayLike,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[DType, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: _Shape4,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Rank4]:
+        """A zero-filled filter of logical ``shape`` (dtype f32 and format NCHW by
+        default). The rank is inferred from a shape tuple of length 4 or 5."""
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: _Shape5,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Rank5]: ...
+    @overload
+    @staticmethod
+    def zeros(
+        handle: Handle,
+        shape: Sequence[int],
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Any]: ...
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: _Shape4,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Rank4]:
+        """An uninitialised filter (zero-filled on the CPU device); as ``zeros``."""
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: _Shape5,
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Rank5]: ...
+    @overload
+    @staticmethod
+    def empty(
+        handle: Handle,
+        shape: Sequence[int],
+        dtype: _NewDT | None = None,
+        format: type[_NewFMT] | None = None,
+    ) -> Filter[_NewDT, _NewFMT, Any]: ...
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Logical shape: (K, C/groups, R, S) or (K, C/groups, T, R, S)."""
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+    @property
+    def dtype(self) -> _DT:
+        """Data-type marker (the module-level instance, e.g. ``cudnn_rs.f32``)."""
+    @property
+    def format(self) -> type[_FMT]:
+        """Memory-format marker class (``filter.format is cudnn_rs.NHWC``)."""
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda:N"."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of storage."""
+    @overload
+    def to_numpy(self: Filter[F32, Any, Any]) -> npt.NDArray[np.float32]:
+        """Copies to a NumPy array in logical order (C-contiguous). bf16 gives
+        ml_dtypes.bfloat16 when ml_dtypes is installed, float32 otherwise."""
+    @overload
+    def to_numpy(self: Filter[F64, Any, Any]) -> npt.NDArray[np.float64]: ...
+    @overload
+    def to_numpy(self: Filter[F16, Any, Any]) -> npt.NDArray[np.float16]: ...
+    @overload
+    def to_numpy(self: Filter[I8, Any, Any]) -> npt.NDArray[np.int8]: ...
+    @overload
+    def to_numpy(self: Filter[U8, Any, Any]) -> npt.NDArray[np.uint8]: ...
+    @overload
+    def to_numpy(self: Filter[I32, Any, Any]) -> npt.NDArray[np.int32]: ...
+    @overload
+    def to_numpy(self: Filter[I64, Any, Any]) -> npt.NDArray[np.int64]: ...
+    @overload
+    def to_numpy(self) -> npt.NDArray[Any]: ...
+
+# ---------------------------------------------------------------- convolution
+
+@final
+class ConvolutionDescriptor(Generic[_CT, _SP]):
+    """Padding, stride, dilation, groups, mode, math type and compute type ``_CT`` of a
+    convolution of spatial rank ``_SP`` (``Spatial2`` / ``Spatial3``). The descriptor of
+    the forward pass serves its backward pass.
+
+    The spatial rank is inferred from the length of ``padding`` (2 or 3), the compute
+    type from ``comp_type`` (f32 by default). The type parameters are invariant.
+    """
+
+    @overload
+    def __new__(
+        cls,
+        padding: tuple[int, int],
+        stride: tuple[int, int] | None = None,
+        dilation: tuple[int, int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial2]:
+        """``stride`` and ``dilation`` default to ones; ``mode`` to
+        ``CrossCorrelation``, ``math_type`` to ``Default``, ``comp_type`` to f32."""
+    @overload
+    def __new__(
+        cls,
+        padding: tuple[int, int, int],
+        stride: tuple[int, int, int] | None = None,
+        dilation: tuple[int, int, int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial3]: ...
+    @overload
+    def __new__(
+        cls,
+        padding: Sequence[int],
+        stride: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Any]: ...
+    @property
+    def padding(self) -> tuple[int, ...]:
+        """Zero padding per spatial dimension."""
+    @property
+    def stride(self) -> tuple[int, ...]:
+        """Stride per spatial dimension."""
+    @property
+    def dilation(self) -> tuple[int, ...]:
+        """Dilation per spatial dimension."""
+    @property
+    def groups(self) -> int:
+        """Number of groups (channels of dx and of dy each split into ``groups``)."""
+    @property
+    def mode(self) -> ConvolutionMode:
+        """Convolution or cross-correlation."""
+    @property
+    def math_type(self) -> MathType:
+        """Whether tensor cores may be used."""
+    @property
+    def comp_type(self) -> _CT:
+        """The compute type (a data-type marker)."""
+    @property
+    def spatial_dims(self) -> int:
+        """2 or 3."""
+    def set_math_type(self, math_type: MathType) -> None:
+        """Changes the math type (tensor cores allowed or not) for later calls."""
+
+# ---------------------------------------------------------------- handle
+
+@final
+class Workspace:
+    """Device bytes for a backward-data call (``Workspace(handle, size)``)."""
+
+    def __new__(cls, handle: Handle, size: int | None = None) -> Workspace:
+        """``size`` bytes on the handle's device (None or 0: no memory)."""
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+    @property
+    def device(self) -> str:
+        """ "cpu" or "cuda:N"."""
+
+@final
+class Handle:
+    """A cuDNN handle on a CUDA device (``Handle()``, ``Handle(device=1)``), or the CPU
+    reference device (``Handle(device="cpu")``), with one API."""
+
+    def __new__(
+        cls, device: int | str | None = None, stream: object | None = None
+    ) -> Handle:
+        """``device``: an ordinal, "cuda", "cuda:N" or "cpu" (CUDA device 0 when
+        None). ``stream``: a raw ``CUstream`` (int) or an object with
+        ``__cuda_stream__`` (or a ``cuda_stream`` / ``ptr`` attribute, as PyTorch's
+        and CuPy's streams); None for the default stream.
+
+        Raises CudaError or LibraryNotFoundError when the GPU cannot be used.
+        """
+    @property
+    def device(self) -> str:
+        """ "cuda:N" or "cpu"."""
+    @property
+    def is_cpu(self) -> bool:
+        """Whether this is the CPU reference device."""
+    def version(self) -> tuple[int, int, int]:
+        """cuDNN version (major, minor, patch); on the CPU device, the version the
+        crate binds (``BOUND_CUDNN_VERSION``)."""
+    def cuda_version(self) -> int:
+        """CUDA runtime version cuDNN was built with (0 on the CPU device)."""
+    def synchronize(self) -> None:
+        """Waits for all work issued through this handle."""
+    def set_stream(self, stream: object) -> None:
+        """Issues later work to ``stream``: a raw ``CUstream`` (int) or an object with
+        ``__cuda_stream__`` (e.g. ``torch.cuda.Stream``, CuPy streams)."""
+    # BEGIN GENERATED OVERLOADS
+    # Generated from the support table in src/convolution/support.rs by
+    # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:
+    # `CUDNN_RS_BLESS=1 cargo test --test stubs_generated` rewrites this block.
+    # One overload per table row (per configuration where no algorithm is passed),
+    # then general overloads for operands typed only as DType / Format.
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic:
+        """cuDNN's heuristic choice of algorithm for these operands (the CPU device
+        answers with an algorithm of the table). Usable wherever an algorithm is.
+        """
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]:
+        """Runs the algorithms on these operands and returns them fastest first; `dx` is
+        not modified.
+        """
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None:
+        """Workspace bytes `algo` needs for these operands; None when it needs none
+        (always None on the CPU device).
+        """
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Fft,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Winograd,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Winograd,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        algo: Algorithm,
+    ) -> int | None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None:
+        """`dx = alpha * dgrad(w, dy) + beta * dx` with algorithm `algo`; `workspace`
+        holds at least `get_convolution_backward_data_workspace_size` bytes (None when
+        the algorithm needs none).
+        """
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Fft,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Winograd,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Winograd,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[Any, Any, Any],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[Any, Any, Any],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        algo: Algorithm,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        algo: Algorithm,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[Any, Any, Any],
+    ) -> None: ...
+
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]:
+    """One call for people who just want `dx`: allocates it with shape `x_shape`
+    (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's
+    heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.
+    """
+
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Fft,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Winograd,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Winograd,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+    dy: Tensor[Any, Any, Any],
+    conv: ConvolutionDescriptor[Any, Any],
+    x_shape: Sequence[int],
+    algo: Algorithm | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: DType | None = None,
+    format: type[Format] | None = None,
+) -> Tensor[DType, Format, Any]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[Any, Any, Any],
+    dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+    conv: ConvolutionDescriptor[Any, Any],
+    x_shape: Sequence[int],
+    algo: Algorithm | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: DType | None = None,
+    format: type[Format] | None = None,
+) -> Tensor[DType, Format, Any]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[Any, Any, Any],
+    dy: Tensor[Any, Any, Any],
+    conv: ConvolutionDescriptor[DType, Any],
+    x_shape: Sequence[int],
+    algo: Algorithm | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: DType | None = None,
+    format: type[Format] | None = None,
+) -> Tensor[DType, Format, Any]: ...
+
+# END GENERATED OVERLOADS
+
+# ---------------------------------------------------------------- module functions
+
+def supported_configurations() -> list[
+    tuple[str, str, str, str, str, str, str, str, int, int]
+]:
+    """All rows of the support table, ``BestHeuristic`` rows included: (algorithm,
+    filter dtype, filter format, dy dtype, dy format, compute dtype, dx dtype, dx
+    format, tensor rank, spatial rank), names as in the markers ("DataAlgo0", "f32",
+    "NCHW")."""
+
+def cuda_available() -> bool:
+    """Whether a CUDA driver and at least one device are usable. Never raises."""
+
+def device_count() -> int:
+    """Number of CUDA devices (0 without a driver). Never raises."""
+
+def _add_cudnn_search_dir(path: str | os.PathLike[str]) -> None:
+    """Registers a directory to search for cuDNN (the package passes the pip
+    wheels')."""
+
+def _cudnn_origin() -> str | None:
+    """Where cuDNN was loaded from, or None when it is not loaded (yet)."""
+
+BOUND_CUDNN_VERSION: Final[tuple[int, int, int]]
+"""The cuDNN version (major, minor, patch) the crate's bindings are written against."""
+
+# ---------------------------------------------------------------- exceptions
+
+class CudnnRsError(Exception):
+    """Base class of every error raised by cudnn_rs."""
+
+class UnsupportedConfigurationError(CudnnRsError, TypeError):
+    """The (algorithm, data types, formats, ranks) combination is not in the support
+    table; the message names the nearest supported rows."""
+
+class ShapeError(CudnnRsError, ValueError):
+    """Shapes or parameters that do not fit each other, the descriptor or the
+    memory."""
+
+class DeviceMismatchError(ShapeError):
+    """Operands live on different devices, or not on the handle's device."""
+
+class CudnnError(CudnnRsError, RuntimeError):
+    """cuDNN returned a non-success status; ``status`` holds its name."""
+
+    status: str
+    """cuDNN's status name, e.g. "CUDNN_STATUS_NOT_SUPPORTED"."""
+
+class CudaError(CudnnRsError, RuntimeError):
+    """A CUDA driver error: no driver, no device, launch failure, ..."""
+
+class DeviceMemoryError(CudaError, MemoryError):
+    """Out of device memory."""
+
+class LibraryNotFoundError(CudnnRsError, ImportError):
+    """cuDNN or the CUDA driver could not be loaded; the message says where we
+    looked and how to point at a library (env var CUDNN_RS_CUDNN_PATH)."""
