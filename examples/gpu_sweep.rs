@@ -47,7 +47,18 @@ const fn s(
     dilation: i64,
     groups: i64,
 ) -> Shape {
-    Shape { name, n, c, k, x: [x, x, x], kernel, pad, stride, dilation, groups }
+    Shape {
+        name,
+        n,
+        c,
+        k,
+        x: [x, x, x],
+        kernel,
+        pad,
+        stride,
+        dilation,
+        groups,
+    }
 }
 
 const SHAPES: &[Shape] = &[
@@ -98,7 +109,10 @@ impl Config {
     }
 }
 
-fn upload_bytes<T: bytemuck::Pod>(stream: &Arc<CudaStream>, v: &[T]) -> Result<CudaSlice<u8>, Error> {
+fn upload_bytes<T: bytemuck::Pod>(
+    stream: &Arc<CudaStream>,
+    v: &[T],
+) -> Result<CudaSlice<u8>, Error> {
     Ok(stream.clone_htod(bytemuck::cast_slice::<T, u8>(v))?)
 }
 
@@ -111,8 +125,17 @@ fn run_case<T: RefElement + bytemuck::Pod>(
     rng: &mut StdRng,
 ) -> Result<f64, Error> {
     let nd = cfg.dims;
-    let params = ConvParams::new(&vec![shape.pad; nd], &vec![shape.stride; nd], &vec![shape.dilation; nd], shape.groups, mode)?;
-    let x: Vec<usize> = shape.x[..nd].iter().map(|&v| if nd == 3 { v.min(9) } else { v }).collect();
+    let params = ConvParams::new(
+        &vec![shape.pad; nd],
+        &vec![shape.stride; nd],
+        &vec![shape.dilation; nd],
+        shape.groups,
+        mode,
+    )?;
+    let x: Vec<usize> = shape.x[..nd]
+        .iter()
+        .map(|&v| if nd == 3 { v.min(9) } else { v })
+        .collect();
     let mut w_shape = vec![shape.k, shape.c / shape.groups as usize];
     let mut dy_shape = vec![shape.n.min(if nd == 3 { 4 } else { 32 }), shape.k];
     let mut dx_shape = vec![dy_shape[0], shape.c];
@@ -127,14 +150,36 @@ fn run_case<T: RefElement + bytemuck::Pod>(
     let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params)?;
     let (nw, ndy, ndx) = geo.element_counts();
     let rand = |rng: &mut StdRng, n: usize| -> Vec<T> {
-        (0..n).map(|_| T::round_from_f64(rng.random_range(-1.0..1.0))).collect()
+        (0..n)
+            .map(|_| T::round_from_f64(rng.random_range(-1.0..1.0)))
+            .collect()
     };
     let (w_h, dy_h) = (rand(rng, nw), rand(rng, ndy));
-    let w_d = Arc::new(RawDescriptor::new(Role::Filter, cfg.dtype, cfg.formats[0], &w_shape)?);
-    let dy_d = Arc::new(RawDescriptor::new(Role::Tensor, cfg.dtype, cfg.formats[1], &dy_shape)?);
-    let dx_d = Arc::new(RawDescriptor::new(Role::Tensor, cfg.dtype, cfg.formats[2], &dx_shape)?);
+    let w_d = Arc::new(RawDescriptor::new(
+        Role::Filter,
+        cfg.dtype,
+        cfg.formats[0],
+        &w_shape,
+    )?);
+    let dy_d = Arc::new(RawDescriptor::new(
+        Role::Tensor,
+        cfg.dtype,
+        cfg.formats[1],
+        &dy_shape,
+    )?);
+    let dx_d = Arc::new(RawDescriptor::new(
+        Role::Tensor,
+        cfg.dtype,
+        cfg.formats[2],
+        &dx_shape,
+    )?);
     let conv = RawConvolutionDescriptor::new(params, cfg.comp, MathType::Default)?;
-    let p = RawProblem { w: &w_d, dy: &dy_d, dx: &dx_d, conv: &conv };
+    let p = RawProblem {
+        w: &w_d,
+        dy: &dy_d,
+        dx: &dx_d,
+        conv: &conv,
+    };
     let stream = ctx.stream().clone();
     let w_g = upload_bytes(&stream, &to_physical(&w_h, &w_shape, cfg.formats[0])?)?;
     let dy_g = upload_bytes(&stream, &to_physical(&dy_h, &dy_shape, cfg.formats[1])?)?;
@@ -146,7 +191,12 @@ fn run_case<T: RefElement + bytemuck::Pod>(
         let (p, _g) = cudarc::driver::DevicePtr::device_ptr(s, &stream);
         p
     };
-    let ptrs = RawPointers { w: ptr(&w_g), dy: ptr(&dy_g), dx: ptr(&dx_g), workspace: (ptr(&ws), ws_size) };
+    let ptrs = RawPointers {
+        w: ptr(&w_g),
+        dy: ptr(&dy_g),
+        dx: ptr(&dx_g),
+        workspace: (ptr(&ws), ws_size),
+    };
     // SAFETY: every buffer was allocated above for its descriptor's byte size and lives
     // until the copy back below, which synchronises the stream.
     unsafe { ctx.probe_backward_data(1.0, p, cfg.algo, ptrs, 0.0)? };
@@ -155,18 +205,37 @@ fn run_case<T: RefElement + bytemuck::Pod>(
     let got_phys: Vec<T> = bytemuck::cast_slice::<u8, T>(&got_bytes).to_vec();
     let got = to_logical(&got_phys, &dx_shape, cfg.formats[2])?;
     let mut want = vec![T::round_from_f64(0.0); ndx];
-    reference(&geo, Format::Nchw, Format::Nchw, Format::Nchw, 1.0, &w_h, &dy_h, 0.0, &mut want)?;
-    let scale = want.iter().map(|v| v.widen_f64().abs()).fold(1e-30, f64::max);
+    reference(
+        &geo,
+        Format::Nchw,
+        Format::Nchw,
+        Format::Nchw,
+        1.0,
+        &w_h,
+        &dy_h,
+        0.0,
+        &mut want,
+    )?;
+    let scale = want
+        .iter()
+        .map(|v| v.widen_f64().abs())
+        .fold(1e-30, f64::max);
     let mut err = 0.0f64;
     for (g, r) in got.iter().zip(&want) {
         let e = (g.widen_f64() - r.widen_f64()).abs();
-        err = if e.is_nan() { f64::INFINITY } else { err.max(e) };
+        err = if e.is_nan() {
+            f64::INFINITY
+        } else {
+            err.max(e)
+        };
     }
     Ok(err / scale)
 }
 
 fn main() {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "bwd_data_support_measured.csv".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "bwd_data_support_measured.csv".into());
     let ctx = match CudnnContext::new(0) {
         Ok(c) => c,
         Err(e) => {
@@ -176,7 +245,12 @@ fn main() {
     };
     let (ma, mi, pa) = ctx.version();
     println!("cuDNN {ma}.{mi}.{pa} from {}", ctx.library_origin());
-    let mut rng = StdRng::seed_from_u64(std::env::var("CUDNN_RS_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(2026));
+    let mut rng = StdRng::seed_from_u64(
+        std::env::var("CUDNN_RS_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2026),
+    );
     let mut csv = String::from("cudnn,algo,filter_type,filter_format,dy_type,dy_format,comp_type,dx_type,dx_format,tensor_dims,conv_dims,in_table,shape,mode,status,max_rel_err\n");
     let mut summary = String::new();
     let fmts = [Format::Nchw, Format::Nhwc];
@@ -193,24 +267,58 @@ fn main() {
                     for &yf in &fmts {
                         for &xf in &fmts {
                             for algo in BwdDataAlgo::ALL {
-                                let cfg = Config { algo, dtype, comp, formats: [wf, yf, xf], dims };
+                                let cfg = Config {
+                                    algo,
+                                    dtype,
+                                    comp,
+                                    formats: [wf, yf, xf],
+                                    dims,
+                                };
                                 let row = cfg.row();
                                 let in_table = is_supported(&row);
                                 let (mut ok, mut refused, mut bad) = (0, 0, 0);
                                 for shape in SHAPES {
-                                    let mode = if rng.random_bool(0.5) { ConvolutionMode::CrossCorrelation } else { ConvolutionMode::Convolution };
+                                    let mode = if rng.random_bool(0.5) {
+                                        ConvolutionMode::CrossCorrelation
+                                    } else {
+                                        ConvolutionMode::Convolution
+                                    };
                                     let res = match dtype {
-                                        DType::F32 => run_case::<f32>(&ctx, &cfg, shape, mode, &mut rng),
-                                        DType::F64 => run_case::<f64>(&ctx, &cfg, shape, mode, &mut rng),
-                                        DType::F16 => run_case::<f16>(&ctx, &cfg, shape, mode, &mut rng),
+                                        DType::F32 => {
+                                            run_case::<f32>(&ctx, &cfg, shape, mode, &mut rng)
+                                        }
+                                        DType::F64 => {
+                                            run_case::<f64>(&ctx, &cfg, shape, mode, &mut rng)
+                                        }
+                                        DType::F16 => {
+                                            run_case::<f16>(&ctx, &cfg, shape, mode, &mut rng)
+                                        }
                                         _ => run_case::<bf16>(&ctx, &cfg, shape, mode, &mut rng),
                                     };
                                     let (status, err) = match res {
-                                        Ok(e) if e <= tolerance(dtype, comp) => { ok += 1; ("accepted", e) }
-                                        Ok(e) => { bad += 1; ("wrong", e) }
-                                        Err(Error::Cudnn { status, .. }) if status.is_not_supported() => { refused += 1; (status.name(), f64::NAN) }
-                                        Err(Error::Cudnn { status, .. }) => { bad += 1; (status.name(), f64::NAN) }
-                                        Err(e) => { bad += 1; eprintln!("{row} {}: {e}", shape.name); ("error", f64::NAN) }
+                                        Ok(e) if e <= tolerance(dtype, comp) => {
+                                            ok += 1;
+                                            ("accepted", e)
+                                        }
+                                        Ok(e) => {
+                                            bad += 1;
+                                            ("wrong", e)
+                                        }
+                                        Err(Error::Cudnn { status, .. })
+                                            if status.is_not_supported() =>
+                                        {
+                                            refused += 1;
+                                            (status.name(), f64::NAN)
+                                        }
+                                        Err(Error::Cudnn { status, .. }) => {
+                                            bad += 1;
+                                            (status.name(), f64::NAN)
+                                        }
+                                        Err(e) => {
+                                            bad += 1;
+                                            eprintln!("{row} {}: {e}", shape.name);
+                                            ("error", f64::NAN)
+                                        }
                                     };
                                     let _ = writeln!(
                                         csv,
@@ -225,7 +333,9 @@ fn main() {
                                         (_, 0, _) => "all shapes",
                                         _ => "some shapes",
                                     };
-                                    if bad > 0 { wrong += 1; }
+                                    if bad > 0 {
+                                        wrong += 1;
+                                    }
                                     let _ = writeln!(summary, "{:<12} {} | table: {:<5} | ok {ok:>2} refused {refused:>2} bad {bad:>2} | {verdict}", algo.name(), row, in_table);
                                 }
                             }

@@ -53,11 +53,66 @@ struct Shape {
 }
 
 const SHAPES: &[Shape] = &[
-    Shape { name: "3x3 s1 p1", n: 2, c: 8, k: 8, x: 9, kernel: 3, pad: 1, stride: 1, dilation: 1, groups: 1 },
-    Shape { name: "1x1", n: 1, c: 16, k: 8, x: 7, kernel: 1, pad: 0, stride: 1, dilation: 1, groups: 1 },
-    Shape { name: "3x3 s2 p1", n: 2, c: 8, k: 16, x: 11, kernel: 3, pad: 1, stride: 2, dilation: 1, groups: 1 },
-    Shape { name: "3x3 d2 p2 g2", n: 1, c: 8, k: 8, x: 10, kernel: 3, pad: 2, stride: 1, dilation: 2, groups: 2 },
-    Shape { name: "5x5 p2", n: 2, c: 4, k: 8, x: 13, kernel: 5, pad: 2, stride: 1, dilation: 1, groups: 1 },
+    Shape {
+        name: "3x3 s1 p1",
+        n: 2,
+        c: 8,
+        k: 8,
+        x: 9,
+        kernel: 3,
+        pad: 1,
+        stride: 1,
+        dilation: 1,
+        groups: 1,
+    },
+    Shape {
+        name: "1x1",
+        n: 1,
+        c: 16,
+        k: 8,
+        x: 7,
+        kernel: 1,
+        pad: 0,
+        stride: 1,
+        dilation: 1,
+        groups: 1,
+    },
+    Shape {
+        name: "3x3 s2 p1",
+        n: 2,
+        c: 8,
+        k: 16,
+        x: 11,
+        kernel: 3,
+        pad: 1,
+        stride: 2,
+        dilation: 1,
+        groups: 1,
+    },
+    Shape {
+        name: "3x3 d2 p2 g2",
+        n: 1,
+        c: 8,
+        k: 8,
+        x: 10,
+        kernel: 3,
+        pad: 2,
+        stride: 1,
+        dilation: 2,
+        groups: 2,
+    },
+    Shape {
+        name: "5x5 p2",
+        n: 2,
+        c: 4,
+        k: 8,
+        x: 13,
+        kernel: 5,
+        pad: 2,
+        stride: 1,
+        dilation: 1,
+        groups: 1,
+    },
 ];
 
 struct Outcome {
@@ -93,7 +148,14 @@ fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
         }
         let sp = |v: usize| vec![v; N];
         let x = if N == 3 { s.x.min(7) } else { s.x };
-        let params = ConvParams::new(&vec![s.pad; N], &vec![s.stride; N], &vec![s.dilation; N], s.groups, mode).unwrap();
+        let params = ConvParams::new(
+            &vec![s.pad; N],
+            &vec![s.stride; N],
+            &vec![s.dilation; N],
+            s.groups,
+            mode,
+        )
+        .unwrap();
         let y = params.output_size(0, x, s.kernel).unwrap();
         let mut w_shape = vec![s.k, s.c / s.groups as usize];
         w_shape.extend(sp(s.kernel));
@@ -104,7 +166,9 @@ fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
         let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
         let (nw, ndy, ndx) = geo.element_counts();
         let rand_vec = |rng: &mut StdRng, n: usize| -> Vec<T> {
-            (0..n).map(|_| T::round_from_f64(rng.random_range(-1.0..1.0))).collect()
+            (0..n)
+                .map(|_| T::round_from_f64(rng.random_range(-1.0..1.0)))
+                .collect()
         };
         let w_h = rand_vec(rng, nw);
         let dy_h = rand_vec(rng, ndy);
@@ -125,36 +189,105 @@ fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
             MathType::Default,
         )
         .unwrap();
-        let w = Filter::<T, F1, _, D>::new(upload(&stream, &to_storage::<T>(&w_h, &w_shape, F1::FORMAT)), to_arr(&w_shape), F1::default()).unwrap();
-        let dy = Tensor::<T, F2, _, D>::new(upload(&stream, &to_storage::<T>(&dy_h, &dy_shape, F2::FORMAT)), to_arr(&dy_shape), F2::default()).unwrap();
+        let w = Filter::<T, F1, _, D>::new(
+            upload(&stream, &to_storage::<T>(&w_h, &w_shape, F1::FORMAT)),
+            to_arr(&w_shape),
+            F1::default(),
+        )
+        .unwrap();
+        let dy = Tensor::<T, F2, _, D>::new(
+            upload(&stream, &to_storage::<T>(&dy_h, &dy_shape, F2::FORMAT)),
+            to_arr(&dy_shape),
+            F2::default(),
+        )
+        .unwrap();
         for (alpha, beta) in [(1.0, 0.0), (0.75, 1.0)] {
             // beta = 0: poison with NaN (must be overwritten); beta = 1: random values.
-            let init: Vec<T> = if beta == 0.0 { vec![T::round_from_f64(f64::NAN); ndx] } else { dx_old.clone() };
-            let mut dx = Tensor::<T, F3, _, D>::new(upload(&stream, &to_storage::<T>(&init, &dx_shape, F3::FORMAT)), to_arr(&dx_shape), F3::default()).unwrap();
-            let size = match ctx.get_convolution_backward_data_workspace_size(w.descriptor(), dy.descriptor(), dx.descriptor(), &conv, algo) {
+            let init: Vec<T> = if beta == 0.0 {
+                vec![T::round_from_f64(f64::NAN); ndx]
+            } else {
+                dx_old.clone()
+            };
+            let mut dx = Tensor::<T, F3, _, D>::new(
+                upload(&stream, &to_storage::<T>(&init, &dx_shape, F3::FORMAT)),
+                to_arr(&dx_shape),
+                F3::default(),
+            )
+            .unwrap();
+            let size = match ctx.get_convolution_backward_data_workspace_size(
+                w.descriptor(),
+                dy.descriptor(),
+                dx.descriptor(),
+                &conv,
+                algo,
+            ) {
                 Ok(sz) => sz,
                 Err(Error::Cudnn { status, context }) if status.is_not_supported() => {
-                    outcome.refused.push(format!("{label} / {}: {context}", s.name));
+                    outcome
+                        .refused
+                        .push(format!("{label} / {}: {context}", s.name));
                     break;
                 }
                 Err(e) => panic!("{label} / {}: workspace query failed: {e}", s.name),
             };
             let mut ws = size.map(|n| stream.alloc_zeros::<u8>(n).unwrap());
-            match ctx.convolution_backward_data(C::from_f64(alpha), &w, &dy, &conv, algo, ws.as_mut(), C::from_f64(beta), &mut dx) {
+            match ctx.convolution_backward_data(
+                C::from_f64(alpha),
+                &w,
+                &dy,
+                &conv,
+                algo,
+                ws.as_mut(),
+                C::from_f64(beta),
+                &mut dx,
+            ) {
                 Ok(()) => {}
                 Err(Error::Cudnn { status, context }) if status.is_not_supported() => {
-                    outcome.refused.push(format!("{label} / {}: {context}", s.name));
+                    outcome
+                        .refused
+                        .push(format!("{label} / {}: {context}", s.name));
                     break;
                 }
                 Err(e) => panic!("{label} / {}: {e}", s.name),
             }
             let got_phys = stream.clone_dtoh(dx.data()).unwrap();
             let got = from_storage::<T>(&got_phys, &dx_shape, F3::FORMAT);
-            let mut want = if beta == 0.0 { vec![T::round_from_f64(0.0); ndx] } else { dx_old.clone() };
-            convolution_backward_data_naive(&geo, Format::Nchw, Format::Nchw, Format::Nchw, alpha, &w_h, &dy_h, beta, &mut want).unwrap();
-            let scale = want.iter().map(|v| v.widen_f64().abs()).fold(1e-30, f64::max);
-            let err = got.iter().zip(&want).map(|(g, r)| (g.widen_f64() - r.widen_f64()).abs()).fold(0.0, |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) }) / scale;
-            assert!(err <= tolerance::<T, C>(), "{label} / {} alpha {alpha} beta {beta}: relative error {err:e} > {:e}", s.name, tolerance::<T, C>());
+            let mut want = if beta == 0.0 {
+                vec![T::round_from_f64(0.0); ndx]
+            } else {
+                dx_old.clone()
+            };
+            convolution_backward_data_naive(
+                &geo,
+                Format::Nchw,
+                Format::Nchw,
+                Format::Nchw,
+                alpha,
+                &w_h,
+                &dy_h,
+                beta,
+                &mut want,
+            )
+            .unwrap();
+            let scale = want
+                .iter()
+                .map(|v| v.widen_f64().abs())
+                .fold(1e-30, f64::max);
+            let err = got
+                .iter()
+                .zip(&want)
+                .map(|(g, r)| (g.widen_f64() - r.widen_f64()).abs())
+                .fold(
+                    0.0,
+                    |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) },
+                )
+                / scale;
+            assert!(
+                err <= tolerance::<T, C>(),
+                "{label} / {} alpha {alpha} beta {beta}: relative error {err:e} > {:e}",
+                s.name,
+                tolerance::<T, C>()
+            );
             outcome.ran += 1;
         }
     }
@@ -198,12 +331,19 @@ fn every_table_row_runs_on_the_gpu_and_matches_the_reference() {
     let _ = REASON;
     let ctx = context();
     println!("cuDNN {:?} from {}", ctx.version(), ctx.library_origin());
-    let seed = std::env::var("CUDNN_RS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+    let seed = std::env::var("CUDNN_RS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_u64);
     let mut rng = StdRng::seed_from_u64(seed);
     let results = run_all(&ctx, &mut rng);
     let mut never_ran = Vec::new();
     for (label, o) in &results {
-        println!("{label}: {} checks passed, {} shapes refused", o.ran, o.refused.len());
+        println!(
+            "{label}: {} checks passed, {} shapes refused",
+            o.ran,
+            o.refused.len()
+        );
         for r in &o.refused {
             println!("    refused: {r}");
         }
@@ -211,7 +351,10 @@ fn every_table_row_runs_on_the_gpu_and_matches_the_reference() {
             never_ran.push(label.clone());
         }
     }
-    assert!(never_ran.is_empty(), "rows cuDNN refused for every shape (prune them from the table): {never_ran:#?}");
+    assert!(
+        never_ran.is_empty(),
+        "rows cuDNN refused for every shape (prune them from the table): {never_ran:#?}"
+    );
     assert!(!SUPPORT_LINES.is_empty());
 }
 
@@ -222,8 +365,18 @@ fn heuristic_results_are_in_the_table_and_deterministic_on_request() {
     let w = FilterDescriptor::<f32, NCHW, 4>::new([16, 8, 3, 3], NCHW).unwrap();
     let dy = TensorDescriptor::<f32, NCHW, 4>::new([4, 16, 14, 14], NCHW).unwrap();
     let dx = TensorDescriptor::<f32, NCHW, 4>::new([4, 8, 14, 14], NCHW).unwrap();
-    let conv = ConvolutionDescriptor::<f32, 2>::new([1, 1], [1, 1], [1, 1], 1, ConvolutionMode::CrossCorrelation, MathType::Default).unwrap();
-    let any = ctx.get_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
+    let any = ctx
+        .get_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None)
+        .unwrap();
     let row = cudnn_rs::convolution::SupportRow {
         algo: any.algo().kind(),
         filter: (DType::F32, Format::Nchw),
@@ -235,7 +388,15 @@ fn heuristic_results_are_in_the_table_and_deterministic_on_request() {
     };
     assert!(cudnn_rs::convolution::support::is_supported(&row), "{row}");
     assert_eq!(any.kind(), AlgoKind::BestHeuristic);
-    let det = ctx.get_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, Some(Determinism::Deterministic)).unwrap();
+    let det = ctx
+        .get_convolution_backward_data_algorithm(
+            &w,
+            &dy,
+            &dx,
+            &conv,
+            Some(Determinism::Deterministic),
+        )
+        .unwrap();
     assert_eq!(det.determinism(), Determinism::Deterministic);
 }
 
@@ -245,17 +406,43 @@ fn data_algo1_is_bitwise_deterministic_over_ten_runs() {
     let ctx = context();
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(7);
-    let w_h: Vec<f32> = (0..32 * 16 * 9).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let dy_h: Vec<f32> = (0..4 * 32 * 28 * 28).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let w_h: Vec<f32> = (0..32 * 16 * 9)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let dy_h: Vec<f32> = (0..4 * 32 * 28 * 28)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [32, 16, 3, 3], NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [4, 32, 28, 28], NCHW).unwrap();
-    let conv = ConvolutionDescriptor::<f32, 2>::new([1, 1], [1, 1], [1, 1], 1, ConvolutionMode::CrossCorrelation, MathType::Default).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
     let mut first: Option<Vec<f32>> = None;
     for _ in 0..10 {
-        let mut dx = Tensor::<f32, NCHW, _, 4>::new(stream.alloc_zeros::<f32>(4 * 16 * 28 * 28).unwrap(), [4, 16, 28, 28], NCHW).unwrap();
-        let size = ctx.get_convolution_backward_data_workspace_size(w.descriptor(), dy.descriptor(), dx.descriptor(), &conv, &DataAlgo1).unwrap();
+        let mut dx = Tensor::<f32, NCHW, _, 4>::new(
+            stream.alloc_zeros::<f32>(4 * 16 * 28 * 28).unwrap(),
+            [4, 16, 28, 28],
+            NCHW,
+        )
+        .unwrap();
+        let size = ctx
+            .get_convolution_backward_data_workspace_size(
+                w.descriptor(),
+                dy.descriptor(),
+                dx.descriptor(),
+                &conv,
+                &DataAlgo1,
+            )
+            .unwrap();
         let mut ws = size.map(|n| stream.alloc_zeros::<u8>(n).unwrap());
-        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, &mut dx).unwrap();
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, &mut dx)
+            .unwrap();
         let got = stream.clone_dtoh(dx.data()).unwrap();
         let bits: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
         match &first {
@@ -271,15 +458,51 @@ fn not_supported_names_algorithm_and_shape_and_leaves_dx_untouched() {
     let ctx = context();
     let stream = ctx.stream().clone();
     // Fft in the f32 NCHW row, with a dilation cuDNN's FFT does not take.
-    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &vec![0.5f32; 4 * 4 * 9]), [4, 4, 3, 3], NCHW).unwrap();
-    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &vec![1.0f32; 4 * 8 * 8]), [1, 4, 8, 8], NCHW).unwrap();
+    let w = Filter::<f32, NCHW, _, 4>::new(
+        upload(&stream, &vec![0.5f32; 4 * 4 * 9]),
+        [4, 4, 3, 3],
+        NCHW,
+    )
+    .unwrap();
+    let dy = Tensor::<f32, NCHW, _, 4>::new(
+        upload(&stream, &vec![1.0f32; 4 * 8 * 8]),
+        [1, 4, 8, 8],
+        NCHW,
+    )
+    .unwrap();
     let poison = vec![f32::from_bits(0x7fc0_1234); 4 * 12 * 12];
-    let mut dx = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &poison), [1, 4, 12, 12], NCHW).unwrap();
-    let conv = ConvolutionDescriptor::<f32, 2>::new([0, 0], [1, 1], [2, 2], 1, ConvolutionMode::CrossCorrelation, MathType::Default).unwrap();
-    let err = ctx.convolution_backward_data(1.0, &w, &dy, &conv, &Fft, None::<&mut CudaSlice<u8>>, 0.0, &mut dx).unwrap_err();
+    let mut dx =
+        Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &poison), [1, 4, 12, 12], NCHW).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [0, 0],
+        [1, 1],
+        [2, 2],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
+    let err = ctx
+        .convolution_backward_data(
+            1.0,
+            &w,
+            &dy,
+            &conv,
+            &Fft,
+            None::<&mut CudaSlice<u8>>,
+            0.0,
+            &mut dx,
+        )
+        .unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, Error::Cudnn { status, .. } if status.is_not_supported()), "{text}");
-    assert!(text.contains("Fft") && text.contains("BestHeuristic") && text.contains("4x4x3x3"), "{text}");
+    assert!(
+        matches!(err, Error::Cudnn { status, .. } if status.is_not_supported()),
+        "{text}"
+    );
+    assert!(
+        text.contains("Fft") && text.contains("BestHeuristic") && text.contains("4x4x3x3"),
+        "{text}"
+    );
     let after = stream.clone_dtoh(dx.data()).unwrap();
     assert!(after.iter().all(|v| v.to_bits() == 0x7fc0_1234));
     let _ = (f16::ONE, bf16::ONE);

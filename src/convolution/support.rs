@@ -226,6 +226,7 @@ macro_rules! expand_support_table {
 
 mod impls {
     use super::{AlgoKind, DataType, SupportConfig, SupportLine, SupportedConvBwdData};
+    #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
     use crate::convolution::convolution_algo::{
         DataAlgo0, DataAlgo1, Fft, FftTiling, Winograd, WinogradNonFused,
     };

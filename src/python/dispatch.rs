@@ -9,6 +9,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use super::markers::SelectedAlgo;
 use crate::context::{CudnnContext, RawProblem};
 use crate::convolution::support::{self, with_bwd_data_support_table, SupportConfig};
+#[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
     AlgoKind, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0, DataAlgo1,
     Fft, FftTiling, Filter, FilterDescriptor, RawConvolutionDescriptor, SupportedConvBwdData,
@@ -112,14 +113,14 @@ where
     )
 }
 
-fn cast<'a, T: bytemuck::Pod>(bytes: &'a [u8], n: usize) -> Result<&'a [T]> {
+fn cast<T: bytemuck::Pod>(bytes: &[u8], n: usize) -> Result<&[T]> {
     bytemuck::try_cast_slice::<u8, T>(bytes)
         .ok()
         .and_then(|s| s.get(..n))
         .ok_or_else(|| Error::Shape("host storage does not hold the described elements".into()))
 }
 
-fn cast_mut<'a, T: bytemuck::Pod>(bytes: &'a mut [u8], n: usize) -> Result<&'a mut [T]> {
+fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8], n: usize) -> Result<&mut [T]> {
     bytemuck::try_cast_slice_mut::<u8, T>(bytes)
         .ok()
         .and_then(|s| s.get_mut(..n))

@@ -219,15 +219,14 @@ impl PyHandle {
     /// The one-call API: a fresh dx, the heuristic's (or given) algorithm, the handle's
     /// cached workspace grown as needed.
     fn one_call(&self, ops: &Operands<'_>, sel: Option<SelectedAlgo>, alpha: f64) -> Result<()> {
-        let sel = match sel {
-            Some(s) => s,
-            None => {
-                let best = self.heuristic(ops, false)?;
-                SelectedAlgo {
-                    kind: crate::convolution::AlgoKind::BestHeuristic,
-                    algo: best.algo(),
-                    best: Some(best),
-                }
+        let sel = if let Some(s) = sel {
+            s
+        } else {
+            let best = self.heuristic(ops, false)?;
+            SelectedAlgo {
+                kind: crate::convolution::AlgoKind::BestHeuristic,
+                algo: best.algo(),
+                best: Some(best),
             }
         };
         match self.inner.device {
@@ -376,7 +375,7 @@ impl PyHandle {
         detach(py, move || {
             let mut state = inner.gpu()?;
             let ctx = Arc::clone(state.ctx.context());
-            let stream = super::streams::wrap_stream(&ctx, raw)?;
+            let stream = super::streams::wrap_stream(&ctx, raw);
             state.ctx.set_stream(stream)
         })
     }

@@ -357,6 +357,7 @@ impl From<Determinism> for PyDeterminism {
 impl PyConvolutionMode {
     /// The member's name, as `enum.Enum.name`.
     #[getter]
+    #[allow(clippy::trivially_copy_pass_by_ref)] // pyo3 getters take &self
     fn name(&self) -> &'static str {
         ConvolutionMode::from(*self).name()
     }
@@ -366,6 +367,7 @@ impl PyConvolutionMode {
 impl PyMathType {
     /// The member's name, as `enum.Enum.name`.
     #[getter]
+    #[allow(clippy::trivially_copy_pass_by_ref)] // pyo3 getters take &self
     fn name(&self) -> &'static str {
         MathType::from(*self).name()
     }
@@ -375,6 +377,7 @@ impl PyMathType {
 impl PyDeterminism {
     /// The member's name, as `enum.Enum.name`.
     #[getter]
+    #[allow(clippy::trivially_copy_pass_by_ref)] // pyo3 getters take &self
     fn name(&self) -> &'static str {
         match self {
             PyDeterminism::Deterministic => "Deterministic",
@@ -408,9 +411,7 @@ impl PyAlgorithm {
         a.kind == b.kind && a.algo == b.algo
     }
     fn __hash__(slf: &Bound<'_, Self>) -> u64 {
-        selected_algo(slf.as_any())
-            .map(|s| (s.kind as u64) << 8 | s.algo as u64)
-            .unwrap_or(0)
+        selected_algo(slf.as_any()).map_or(0, |s| (s.kind as u64) << 8 | s.algo as u64)
     }
 }
 

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use cudarc::driver::{sys::CUstream, CudaContext, CudaStream};
 use pyo3::prelude::*;
 
-use crate::error::Result;
-
 /// The raw stream address of `obj`: an int, `obj.__cuda_stream__()` (version, address),
 /// or the `cuda_stream` / `ptr` attribute of PyTorch and CuPy streams.
 pub(crate) fn raw_stream(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -30,12 +28,12 @@ pub(crate) fn raw_stream(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// Wraps a stream owned by someone else; 0 is the legacy default stream.
-pub(crate) fn wrap_stream(ctx: &Arc<CudaContext>, raw: usize) -> Result<Arc<CudaStream>> {
+pub(crate) fn wrap_stream(ctx: &Arc<CudaContext>, raw: usize) -> Arc<CudaStream> {
     if raw == 0 {
-        return Ok(ctx.default_stream());
+        return ctx.default_stream();
     }
     // SAFETY: the caller passed a stream of this device's primary context (PyTorch, CuPy
     // and JAX use the primary context, as cudarc does); the Python caller keeps its owner
     // alive while the handle uses it, and ordering with the owner's work is the stream's.
-    Ok(unsafe { ctx.wrap_borrowed_stream(raw as CUstream) })
+    unsafe { ctx.wrap_borrowed_stream(raw as CUstream) }
 }

@@ -245,9 +245,10 @@ fn bytes_to_array<'py>(
     let format = desc.format();
     let pybytes = PyBytes::new(py, bytes);
     let mut arr = if desc.dtype() == DType::BF16 {
-        match py.import("ml_dtypes") {
-            Ok(ml) => np.call_method1("frombuffer", (pybytes, ml.getattr("bfloat16")?))?,
-            Err(_) => {
+        if let Ok(ml) = py.import("ml_dtypes") {
+            np.call_method1("frombuffer", (pybytes, ml.getattr("bfloat16")?))?
+        } else {
+            {
                 // Without ml_dtypes, widen exactly to float32: a bf16 is the top half of one.
                 let u16s = np.call_method1("frombuffer", (pybytes, "uint16"))?;
                 let widened = u16s.call_method1("astype", ("uint32",))?;

@@ -63,7 +63,10 @@ mod tests {
         let logical = [0, 1, 2, 3, 4, 5];
         let phys = to_physical(&logical, &[1, 2, 1, 3], Format::Nhwc).unwrap();
         assert_eq!(phys, vec![0, 3, 1, 4, 2, 5]);
-        assert_eq!(to_logical(&phys, &[1, 2, 1, 3], Format::Nhwc).unwrap(), logical);
+        assert_eq!(
+            to_logical(&phys, &[1, 2, 1, 3], Format::Nhwc).unwrap(),
+            logical
+        );
         assert!(to_physical(&logical, &[1, 2, 2, 3], Format::Nhwc).is_err());
         assert!(to_physical(&logical, &[1, 4, 1, 3], Format::NchwVectC8x4).is_err());
     }
