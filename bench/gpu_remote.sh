@@ -32,7 +32,8 @@ for which in pip system; do
 done
 unset CUDNN_RS_CUDNN_PATH
 step pytest_gpu python3 -m pytest tests/python -rs -q -x --timeout 300 -p no:cacheprovider
-if [ "${GPU_RUN_BENCH:-0}" = 1 ] && [ -f bench/perf.py ]; then
-  step perf python3 bench/perf.py --csv "$out/perf.csv"
+if [ "${GPU_RUN_BENCH:-0}" = 1 ]; then
+  TAIL=40 step perf python3 bench/perf.py --csv "$out/perf.csv" --png "$out/perf.png"
+  RAYON_NUM_THREADS=16 TAIL=12 step cpu_vs_torch python3 bench/cpu_vs_torch.py .carry/bin/cpu_bench --threads 16 --csv "$out/cpu_vs_torch.csv"
 fi
 exit $fail

@@ -17,9 +17,10 @@ import zlib
 from collections.abc import Generator
 from pathlib import Path
 
-import cudnn_rs as cd
 import numpy as np
 import pytest
+
+import cudnn_rs as cd
 
 # The helper modules (reference.py, helpers.py) sit beside this file; make them
 # importable whatever import mode pytest runs in.

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import cudnn_rs as cd
 import ml_dtypes
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+import cudnn_rs as cd
 from reference import ConvParams, conv_backward_data, output_shape
 
 # The storage types the package supports, by marker name.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import cudnn_rs as cd
 import pytest
 from helpers import FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
+
+import cudnn_rs as cd
 
 # Every name spec/PYTHON_API.md promises.
 CONTRACT_NAMES = [

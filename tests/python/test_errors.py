@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import cudnn_rs as cd
 import numpy as np
 import pytest
 from helpers import (
@@ -23,6 +22,8 @@ from helpers import (
     require_row,
     support_rows,
 )
+
+import cudnn_rs as cd
 
 ROWS = support_rows()
 BASE_CASE = case_2d((2, 4, 6, 6), (6, 2, 3, 3), padding=(1, 1), groups=2)

@@ -12,7 +12,6 @@ import functools
 import importlib
 from types import ModuleType
 
-import cudnn_rs as cd
 import numpy as np
 import pytest
 from helpers import (
@@ -34,6 +33,8 @@ from helpers import (
     support_rows,
 )
 from numpy.typing import NDArray
+
+import cudnn_rs as cd
 
 pytestmark = pytest.mark.gpu
 

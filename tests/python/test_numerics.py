@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import cudnn_rs as cd
 import numpy as np
 import pytest
 from helpers import (
@@ -30,6 +29,8 @@ from helpers import (
     run_backward_data,
     support_rows,
 )
+
+import cudnn_rs as cd
 
 ROWS = support_rows()
 CONFIGS = config_rows(ROWS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cudnn_rs as cd
 import numpy as np
 from helpers import (
     ConvCase,
@@ -17,6 +16,8 @@ from helpers import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import cudnn_rs as cd
 
 ROWS = support_rows()
 

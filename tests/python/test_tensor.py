@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import cudnn_rs as cd
 import ml_dtypes
 import numpy as np
 import pytest
 from helpers import FLOAT_DTYPES, NUMPY_DTYPES, format_marker
 from numpy.typing import NDArray
+
+import cudnn_rs as cd
 
 SHAPES = {4: (2, 3, 4, 5), 5: (2, 3, 2, 4, 3)}
 FORMATS = ("NCHW", "NHWC")

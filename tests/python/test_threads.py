@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import cudnn_rs as cd
 import numpy as np
 from helpers import (
     Row,
@@ -16,6 +15,8 @@ from helpers import (
     require_row,
     run_backward_data,
 )
+
+import cudnn_rs as cd
 
 THREADS = 8
 ROUNDS = 3
