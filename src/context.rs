@@ -116,7 +116,49 @@ pub struct CudnnContext {
     lib: &'static CudnnLibrary,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// Workspace sizes already asked of cuDNN, so a repeated call asks no more.
+    workspace_sizes: std::cell::RefCell<Vec<(ProblemKey, Option<usize>)>>,
 }
+
+/// Everything a workspace size depends on, by value (descriptors may be dropped and
+/// their addresses reused, so their identity is no key).
+#[derive(Clone, PartialEq, Eq)]
+struct ProblemKey {
+    operands: [(crate::data_type::DType, crate::tensor::Format, Vec<usize>); 3],
+    params: crate::convolution::ConvParams,
+    comp: crate::data_type::DType,
+    math: MathType,
+    algo: BwdDataAlgo,
+}
+
+impl ProblemKey {
+    fn matches(&self, p: &RawProblem<'_>, algo: BwdDataAlgo) -> bool {
+        let same = |k: &(crate::data_type::DType, crate::tensor::Format, Vec<usize>),
+                    d: &RawDescriptor| {
+            k.0 == d.dtype() && k.1 == d.format() && k.2 == d.shape()
+        };
+        self.algo == algo
+            && same(&self.operands[0], p.w)
+            && same(&self.operands[1], p.dy)
+            && same(&self.operands[2], p.dx)
+            && self.comp == p.conv.comp()
+            && self.math == p.conv.math_type()
+            && &self.params == p.conv.params()
+    }
+
+    fn new(p: &RawProblem<'_>, algo: BwdDataAlgo) -> Self {
+        let op = |d: &RawDescriptor| (d.dtype(), d.format(), d.shape().to_vec());
+        Self {
+            operands: [op(p.w), op(p.dy), op(p.dx)],
+            params: p.conv.params().clone(),
+            comp: p.conv.comp(),
+            math: p.conv.math_type(),
+            algo,
+        }
+    }
+}
+
+const WORKSPACE_CACHE_ENTRIES: usize = 32;
 
 // SAFETY: cuDNN handles may move between threads; `CudnnContext` is not `Sync`, so no two
 // threads use the handle at once.
@@ -168,6 +210,7 @@ impl CudnnContext {
             lib,
             ctx,
             stream,
+            workspace_sizes: std::cell::RefCell::new(Vec::new()),
         };
         this.apply_stream()?;
         Ok(this)
@@ -317,6 +360,24 @@ impl CudnnContext {
         p: RawProblem<'_>,
         algo: BwdDataAlgo,
     ) -> Result<Option<usize>> {
+        if let Some((_, size)) = self
+            .workspace_sizes
+            .borrow()
+            .iter()
+            .find(|(k, _)| k.matches(&p, algo))
+        {
+            return Ok(*size);
+        }
+        let size = self.query_workspace_size(p, algo)?;
+        let mut cache = self.workspace_sizes.borrow_mut();
+        if cache.len() >= WORKSPACE_CACHE_ENTRIES {
+            cache.remove(0);
+        }
+        cache.push((ProblemKey::new(&p, algo), size));
+        Ok(size)
+    }
+
+    fn query_workspace_size(&self, p: RawProblem<'_>, algo: BwdDataAlgo) -> Result<Option<usize>> {
         self.bind()?;
         let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
         let mut size = 0usize;
