@@ -93,7 +93,7 @@ def demo() -> int:
         ref = numpy_backward_data(w64, dy64, x_shape, 1, 1)
         ref_name = "NumPy reference"
         tol = 1e-5
-    err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
+    rel_err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
     version = ".".join(map(str, handle.version()))
     print(f"device:     {handle.device} (cuDNN {version})")
     print(f"layer:      3x3 conv, x {x_shape}, w {w.shape}, dy {dy.shape}")
@@ -102,9 +102,9 @@ def demo() -> int:
     print(f"algorithm:  {algo} ({best.determinism.name}, math {best.math_type.name})")
     print(f"workspace:  {size or 0} bytes")
     print(f"time:       {ms:.3f} ms per call (mean of {runs})")
-    print(f"max error:  {err:.2e} relative to max |ref|, vs the {ref_name}")
+    print(f"max error:  {rel_err:.2e} relative to max |ref|, vs the {ref_name}")
     print(f"tolerance:  {tol:.0e}")
-    ok = bool(np.all(np.isfinite(got))) and err <= tol
+    ok = bool(np.all(np.isfinite(got))) and rel_err <= tol
     print("check:      " + ("PASSED" if ok else "FAILED"))
     return 0 if ok else 1
 

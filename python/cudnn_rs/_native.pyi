@@ -838,6 +838,16 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
@@ -858,9 +868,19 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -881,7 +901,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         deterministic: bool = False,
     ) -> BestHeuristic: ...
@@ -890,7 +910,7 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         deterministic: bool = False,
@@ -898,10 +918,10 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         deterministic: bool = False,
     ) -> BestHeuristic: ...
@@ -911,6 +931,26 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -930,6 +970,16 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
@@ -958,9 +1008,19 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -971,6 +1031,56 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> BestHeuristic: ...
+    @overload
+    def get_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -1043,6 +1153,17 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
@@ -1065,9 +1186,20 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -1090,7 +1222,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
@@ -1100,7 +1232,7 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -1109,10 +1241,10 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
@@ -1123,6 +1255,28 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -1144,6 +1298,17 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
@@ -1175,9 +1340,20 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -1189,6 +1365,61 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+    ) -> list[AlgoPerf]: ...
+    @overload
+    def find_convolution_backward_data_algorithm(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -1284,15 +1515,6 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Winograd,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: WinogradNonFused,
     ) -> int | None: ...
     @overload
@@ -1329,7 +1551,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Winograd,
+        algo: WinogradNonFused,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -1338,13 +1560,31 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
+        algo: BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
@@ -1415,27 +1655,90 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo1,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Fft,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
     ) -> int | None: ...
@@ -1463,33 +1766,6 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
     ) -> int | None: ...
@@ -1532,28 +1808,64 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo0,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo1,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestHeuristic,
     ) -> int | None: ...
     @overload
@@ -1580,6 +1892,78 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
     ) -> int | None: ...
@@ -1633,6 +2017,24 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
@@ -1645,6 +2047,15 @@ class Handle:
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo1,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -1685,18 +2096,54 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo1,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: FftTiling,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
     ) -> int | None: ...
@@ -1715,6 +2162,105 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
     ) -> int | None: ...
@@ -1813,18 +2359,6 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Winograd,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: WinogradNonFused,
         workspace: Workspace | None,
         beta: float,
@@ -1873,18 +2407,6 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Winograd,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: WinogradNonFused,
         workspace: Workspace | None,
         beta: float,
@@ -1896,6 +2418,42 @@ class Handle:
         alpha: float,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
         workspace: Workspace | None,
@@ -1990,37 +2548,121 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo1,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Fft,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2057,42 +2699,6 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2146,6 +2752,186 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: WinogradNonFused,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -2177,42 +2963,6 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2280,6 +3030,30 @@ class Handle:
         alpha: float,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
         workspace: Workspace | None,
@@ -2294,6 +3068,18 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DataAlgo1,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank5],
@@ -2350,25 +3136,73 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: FftTiling,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2393,6 +3227,138 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo0,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DataAlgo1,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2507,19 +3473,6 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: Winograd,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
     algo: WinogradNonFused,
     *,
     alpha: float = 1.0,
@@ -2572,19 +3525,6 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: Winograd,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
     algo: WinogradNonFused,
     *,
     alpha: float = 1.0,
@@ -2603,6 +3543,45 @@ def convolution_backward_data(
     alpha: float = 1.0,
     dtype: F32 | None = None,
     format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
 ) -> Tensor[F32, NHWC, Rank4]: ...
 @overload
 def convolution_backward_data(
@@ -2698,42 +3677,133 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: DataAlgo1,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Fft,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -2773,45 +3843,6 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -2867,6 +3898,201 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: WinogradNonFused,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[BF16, NHWC, Rank4],
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -2903,45 +4129,6 @@ def convolution_backward_data(
     dtype: BF16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -3019,6 +4206,32 @@ def convolution_backward_data(
     alpha: float = 1.0,
     dtype: F32 | None = None,
     format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
 ) -> Tensor[F32, NHWC, Rank5]: ...
 @overload
 def convolution_backward_data(
@@ -3028,6 +4241,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
     algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -3088,29 +4314,81 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: DataAlgo1,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: FftTiling,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -3137,6 +4415,149 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo0,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DataAlgo1,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,

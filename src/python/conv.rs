@@ -115,6 +115,18 @@ impl PyConvolutionDescriptor {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *guard = Arc::new(guard.with_math_type(math_type.into()));
     }
+    /// `ConvolutionDescriptor[F32, Spatial2]` at run time, as for any generic class.
+    #[classmethod]
+    fn __class_getitem__<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        item: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        cls.py()
+            .import("types")?
+            .getattr("GenericAlias")?
+            .call1((cls, item))
+    }
+
     fn __repr__(&self) -> String {
         let r = self.raw();
         let p = r.params();

@@ -171,6 +171,11 @@ pub(crate) struct PyFormat {
 
 #[pymethods]
 impl PyFormat {
+    /// The format's name (each marker class overrides it).
+    #[classattr]
+    fn name() -> &'static str {
+        "Format"
+    }
     fn __repr__(&self) -> String {
         format!("cudnn_rs.{}()", self.format.name())
     }

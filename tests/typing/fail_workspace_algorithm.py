@@ -1,4 +1,4 @@
-"""Winograd is not in the table for f16 storage (DataAlgo0/1 only with f32 compute)."""
+"""Fused Winograd is in no line of the table (cuDNN 9 rejects it for every shape)."""
 
 from __future__ import annotations
 

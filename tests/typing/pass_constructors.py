@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, assert_type
 
-import cudnn_rs as cd
 import numpy as np
 import numpy.typing as npt
+
+import cudnn_rs as cd
 
 
 def tensors(h: cd.Handle, shape: tuple[int, ...]) -> None:

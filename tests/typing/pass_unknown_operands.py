@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, assert_type
 
-import cudnn_rs as cd
 import numpy as np
 import numpy.typing as npt
+
+import cudnn_rs as cd
 
 
 def array_of_unknown_dtype(h: cd.Handle, a: npt.NDArray[np.generic]) -> None:
