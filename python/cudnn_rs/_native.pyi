@@ -12,12 +12,13 @@ call checks them when it runs.
 """
 
 import os
+import types
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final, Generic, Never, final, overload
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypeVar, disjoint_base
+from typing_extensions import CapsuleType, TypeVar, disjoint_base
 
 from cudnn_rs._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3
 
@@ -477,6 +478,61 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
     def nbytes(self) -> int:
         """Bytes of storage."""
     @overload
+    @staticmethod
+    def from_dlpack(
+        obj: object, format: None = None, *, handle: Handle | None = None
+    ) -> Tensor[DType, Any, Any]:
+        """Wraps another library's array without copying: anything with
+        ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy), with ``__cuda_array_interface__``,
+        or a DLPack capsule. The shape is logical (NCHW order); the format is read
+        from the strides (contiguous: NCHW, channels-last: NHWC) when not given, and
+        checked against ``format`` when given. The memory stays the producer's: it is
+        kept alive while this object lives, and writes through either side are seen by
+        the other.
+
+        With ``handle``, the array must live on the handle's device
+        (``DeviceMismatchError`` otherwise) and the producer orders its pending work
+        before the handle's stream; without it, before the legacy default stream.
+
+        Raises ``ShapeError`` for strides that are neither layout (call
+        ``.contiguous()`` or ``.contiguous(memory_format=torch.channels_last)``),
+        misaligned data, a rank outside 3..8 or a bad extent;
+        ``UnsupportedConfigurationError`` for an element type cuDNN does not take;
+        ``DeviceMismatchError`` for memory on another device; ``BufferError`` for a
+        consumed capsule or an unknown DLPack major version.
+        """
+    @overload
+    @staticmethod
+    def from_dlpack(
+        obj: object, format: type[_NewFMT], *, handle: Handle | None = None
+    ) -> Tensor[DType, _NewFMT, Any]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType:
+        """Exports the memory as a DLPack capsule, without copying: versioned (DLPack
+        1.0, read-only flag included) when ``max_version`` is at least (1, 0), else a
+        0.x capsule. Logical shape, strides of the physical layout (NHWC is
+        channels-last). On a GPU the consumer's ``stream`` (None: the legacy default
+        stream; -1: none) is made to wait, with an event, for our pending work.
+        ``BufferError`` for ``copy=True``, another ``dl_device``, vectorised formats,
+        and read-only memory asked for as DLPack 0.x."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(2, ordinal)`` (kDLCUDA) on a GPU, ``(1, 0)`` (kDLCPU) on the CPU device."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface, version 3, of a GPU tensor: logical shape, strides
+        in bytes of the physical layout (None when NCHW), ``typestr`` NumPy's
+        (bf16: ``'<u2'``, its raw bits), ``data`` (address, read-only), and ``stream``:
+        the stream of our last use of the memory, or None. CPU tensors have none
+        (``AttributeError``, so ``hasattr`` is False)."""
+    def __class_getitem__(cls, item: Any) -> types.GenericAlias:
+        """``Tensor[F32, NCHW, Rank4]`` at run time, as for any generic class."""
+    @overload
     def to_numpy(self: Tensor[F32, Any, Any]) -> npt.NDArray[np.float32]:
         """Copies to a NumPy array in logical NCHW(D) order (C-contiguous). bf16
         gives ml_dtypes.bfloat16 when ml_dtypes is installed, float32 otherwise."""
@@ -668,6 +724,61 @@ class Filter(Generic[_DT, _FMT, _RANK]):
     def nbytes(self) -> int:
         """Bytes of storage."""
     @overload
+    @staticmethod
+    def from_dlpack(
+        obj: object, format: None = None, *, handle: Handle | None = None
+    ) -> Filter[DType, Any, Any]:
+        """Wraps another library's array without copying: anything with
+        ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy), with ``__cuda_array_interface__``,
+        or a DLPack capsule. The shape is logical (NCHW order); the format is read
+        from the strides (contiguous: NCHW, channels-last: NHWC) when not given, and
+        checked against ``format`` when given. The memory stays the producer's: it is
+        kept alive while this object lives, and writes through either side are seen by
+        the other.
+
+        With ``handle``, the array must live on the handle's device
+        (``DeviceMismatchError`` otherwise) and the producer orders its pending work
+        before the handle's stream; without it, before the legacy default stream.
+
+        Raises ``ShapeError`` for strides that are neither layout (call
+        ``.contiguous()`` or ``.contiguous(memory_format=torch.channels_last)``),
+        misaligned data, a rank outside 3..8 or a bad extent;
+        ``UnsupportedConfigurationError`` for an element type cuDNN does not take;
+        ``DeviceMismatchError`` for memory on another device; ``BufferError`` for a
+        consumed capsule or an unknown DLPack major version.
+        """
+    @overload
+    @staticmethod
+    def from_dlpack(
+        obj: object, format: type[_NewFMT], *, handle: Handle | None = None
+    ) -> Filter[DType, _NewFMT, Any]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType:
+        """Exports the memory as a DLPack capsule, without copying: versioned (DLPack
+        1.0, read-only flag included) when ``max_version`` is at least (1, 0), else a
+        0.x capsule. Logical shape, strides of the physical layout (NHWC is
+        channels-last). On a GPU the consumer's ``stream`` (None: the legacy default
+        stream; -1: none) is made to wait, with an event, for our pending work.
+        ``BufferError`` for ``copy=True``, another ``dl_device``, vectorised formats,
+        and read-only memory asked for as DLPack 0.x."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(2, ordinal)`` (kDLCUDA) on a GPU, ``(1, 0)`` (kDLCPU) on the CPU device."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface, version 3, of a GPU tensor: logical shape, strides
+        in bytes of the physical layout (None when NCHW), ``typestr`` NumPy's
+        (bf16: ``'<u2'``, its raw bits), ``data`` (address, read-only), and ``stream``:
+        the stream of our last use of the memory, or None. CPU tensors have none
+        (``AttributeError``, so ``hasattr`` is False)."""
+    def __class_getitem__(cls, item: Any) -> types.GenericAlias:
+        """``Filter[F32, NCHW, Rank4]`` at run time, as for any generic class."""
+    @overload
     def to_numpy(self: Filter[F32, Any, Any]) -> npt.NDArray[np.float32]:
         """Copies to a NumPy array in logical order (C-contiguous). bf16 gives
         ml_dtypes.bfloat16 when ml_dtypes is installed, float32 otherwise."""
@@ -697,6 +808,8 @@ class ConvolutionDescriptor(Generic[_CT, _SP]):
     The spatial rank is inferred from the length of ``padding`` (2 or 3), the compute
     type from ``comp_type`` (f32 by default). The type parameters are invariant.
     """
+    def __class_getitem__(cls, item: Any) -> types.GenericAlias:
+        """``ConvolutionDescriptor[F32, Spatial2]`` at run time."""
 
     @overload
     def __new__(
@@ -805,7 +918,9 @@ class Handle:
         """Waits for all work issued through this handle."""
     def set_stream(self, stream: object) -> None:
         """Issues later work to ``stream``: a raw ``CUstream`` (int) or an object with
-        ``__cuda_stream__`` (e.g. ``torch.cuda.Stream``, CuPy streams)."""
+        ``__cuda_stream__`` (e.g. ``torch.cuda.Stream``, CuPy streams). The handle keeps
+        the stream's owner alive; work issued before keeps its order (the new stream
+        waits, by an event, for the old one)."""
     # BEGIN GENERATED OVERLOADS
     # Generated from the support table in src/convolution/support.rs by
     # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:

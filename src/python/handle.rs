@@ -36,6 +36,9 @@ impl std::fmt::Display for DeviceId {
 pub(crate) struct GpuState {
     pub ctx: CudnnContext,
     pub workspace: Option<CudaSlice<u8>>,
+    /// The Python object owning the current stream (`torch.cuda.Stream`, ...), kept alive
+    /// while work is issued to it; `None` for default streams and plain ints.
+    pub stream_owner: Option<Arc<super::streams::StreamOwner>>,
 }
 
 pub(crate) struct HandleInner {
@@ -318,6 +321,7 @@ impl PyHandle {
                 Some(Mutex::new(GpuState {
                     ctx,
                     workspace: None,
+                    stream_owner: None,
                 }))
             }
         };
@@ -369,14 +373,20 @@ impl PyHandle {
 
     /// Issues later work to `stream`: a raw `CUstream` (int) or an object with
     /// `__cuda_stream__` (e.g. `torch.cuda.Stream`, CuPy streams).
+    /// Work issued before keeps its order: the new stream waits (an event, not a host
+    /// synchronization) for what the old one had, which also covers the cached workspace.
     fn set_stream(&self, py: Python<'_>, stream: &Bound<'_, PyAny>) -> PyResult<()> {
         let raw = super::streams::raw_stream(stream)?;
+        let owner = super::streams::adopt_owner(stream, raw);
         let inner = Arc::clone(&self.inner);
         detach(py, move || {
             let mut state = inner.gpu()?;
             let ctx = Arc::clone(state.ctx.context());
             let stream = super::streams::wrap_stream(&ctx, raw);
-            state.ctx.set_stream(stream)
+            super::streams::order_after(&stream, state.ctx.stream())?;
+            state.ctx.set_stream(stream)?;
+            state.stream_owner = owner;
+            Ok(())
         })
     }
 
@@ -716,6 +726,7 @@ impl TensorCore {
         let storage = match &*other.read() {
             Storage::Host(w) => Storage::Host(vec![0u64; w.len()]),
             Storage::Device(s) => Storage::Device(alloc_bytes(s.stream(), other.desc.nbytes())?),
+            Storage::Foreign(f) => f.blank(other.desc.nbytes())?,
         };
         Ok(TensorCore::from_parts(desc, other.device, storage))
     }

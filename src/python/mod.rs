@@ -4,8 +4,10 @@
 
 mod conv;
 mod dispatch;
+mod dlpack;
 mod errors;
 mod handle;
+mod interop;
 mod markers;
 mod streams;
 mod tensor;
