@@ -35,9 +35,10 @@ if [ "${GPU_RUN_SANITIZER:-0}" = 1 ]; then
   TAIL=4 step memcheck timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1
   TAIL=4 step racecheck timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 data_algo1
 fi
-step pytest_gpu python3 -m pytest tests/python -rs -q -x --timeout 300 -p no:cacheprovider
+TAIL=25 step pytest_gpu python3 -m pytest tests/python -rs -q --timeout 300 -p no:cacheprovider
 [ "${GPU_RUN_RELIABILITY:-0}" = 1 ] && TAIL=10 step reliability python3 bench/reliability.py
 if [ "${GPU_RUN_BENCH:-0}" = 1 ]; then
+  TAIL=8 step overhead .carry/bin/overhead 5000
   TAIL=40 step perf python3 bench/perf.py --csv "$out/perf.csv" --png "$out/perf.png"
   RAYON_NUM_THREADS=16 TAIL=12 step cpu_vs_torch python3 bench/cpu_vs_torch.py .carry/bin/cpu_bench --threads 16 --csv "$out/cpu_vs_torch.csv"
 fi

@@ -25,7 +25,7 @@ for line in sys.stdin:
             shutil.copy(m["executable"], f".carry/bin/test_{name}")
 '
 cargo build --release --examples -q
-for ex in gpu_sweep cpu_bench; do
+for ex in gpu_sweep cpu_bench overhead; do
   [ -f "target/release/examples/$ex" ] && cp "target/release/examples/$ex" .carry/bin/
 done
 [ -d .whl ] && cp .whl/*.whl .carry/wheels/ 2>/dev/null || true

@@ -175,6 +175,14 @@ def overhead(h) -> dict[str, float]:
     }
     if cudnn is not None:
         fns["cudnn_frontend"] = Fe().build(dy, w, torch.empty_like(x), 1, 1)
+
+    # Binding cost alone: a call that crosses into Rust and returns a cached answer.
+    def ws_query() -> None:
+        h.get_convolution_backward_data_workspace_size(
+            ours.w, ours.dy, ours.dx, ours.conv, ours.algo
+        )
+
+    fns["cudnn_rs_ws_query_only"] = ws_query
     n = 5000
     for _ in range(3):  # interleave systems, keep the best of three loops each
         for name, f in fns.items():

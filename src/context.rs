@@ -79,6 +79,15 @@ impl RawProblem<'_> {
         self.geometry()
     }
 
+    /// The math type a call runs with: what the algorithm record asks for (heuristic and
+    /// measured results) when the descriptor admits it, else the descriptor's effective
+    /// one.
+    pub fn resolve_math(&self, requested: Option<MathType>) -> MathType {
+        requested
+            .filter(|m| self.conv.admits_math_type(*m))
+            .unwrap_or_else(|| self.conv.effective_math_type(self.dx.dtype()))
+    }
+
     fn describe(&self) -> String {
         let p = self.conv.params();
         format!(
@@ -132,7 +141,7 @@ struct ProblemKey {
 }
 
 impl ProblemKey {
-    fn matches(&self, p: &RawProblem<'_>, algo: BwdDataAlgo) -> bool {
+    fn matches(&self, p: &RawProblem<'_>, algo: BwdDataAlgo, math: MathType) -> bool {
         let same = |k: &(crate::data_type::DType, crate::tensor::Format, Vec<usize>),
                     d: &RawDescriptor| {
             k.0 == d.dtype() && k.1 == d.format() && k.2 == d.shape()
@@ -142,17 +151,17 @@ impl ProblemKey {
             && same(&self.operands[1], p.dy)
             && same(&self.operands[2], p.dx)
             && self.comp == p.conv.comp()
-            && self.math == p.conv.math_type()
+            && self.math == math
             && &self.params == p.conv.params()
     }
 
-    fn new(p: &RawProblem<'_>, algo: BwdDataAlgo) -> Self {
+    fn new(p: &RawProblem<'_>, algo: BwdDataAlgo, math: MathType) -> Self {
         let op = |d: &RawDescriptor| (d.dtype(), d.format(), d.shape().to_vec());
         Self {
             operands: [op(p.w), op(p.dy), op(p.dx)],
             params: p.conv.params().clone(),
             comp: p.conv.comp(),
-            math: p.conv.math_type(),
+            math,
             algo,
         }
     }
@@ -283,7 +292,8 @@ impl CudnnContext {
         p.validate(crate::convolution::AlgoKind::BestHeuristic)?;
         self.bind()?;
         let api = &self.lib.api;
-        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let mut perfs = [BwdDataAlgoPerf::default(); 8];
         let mut returned: c_int = 0;
         // SAFETY: descriptors are live; `perfs` has room for the 8 entries requested.
@@ -332,6 +342,7 @@ impl CudnnContext {
                 ))
             })
             .filter(|b| support::is_supported(&p.row(b.algo().kind())))
+            .filter(|b| p.conv.admits_math_type(b.math_type()))
             .filter(|b| !deterministic_only || b.determinism() == Determinism::Deterministic)
             .collect()
     }
@@ -360,26 +371,41 @@ impl CudnnContext {
         p: RawProblem<'_>,
         algo: BwdDataAlgo,
     ) -> Result<Option<usize>> {
+        self.workspace_size_with(p, algo, p.conv.effective_math_type(p.dx.dtype()))
+    }
+
+    /// Workspace bytes for `algo` run with math type `math`.
+    pub fn workspace_size_with(
+        &self,
+        p: RawProblem<'_>,
+        algo: BwdDataAlgo,
+        math: MathType,
+    ) -> Result<Option<usize>> {
         if let Some((_, size)) = self
             .workspace_sizes
             .borrow()
             .iter()
-            .find(|(k, _)| k.matches(&p, algo))
+            .find(|(k, _)| k.matches(&p, algo, math))
         {
             return Ok(*size);
         }
-        let size = self.query_workspace_size(p, algo)?;
+        let size = self.query_workspace_size(p, algo, math)?;
         let mut cache = self.workspace_sizes.borrow_mut();
         if cache.len() >= WORKSPACE_CACHE_ENTRIES {
             cache.remove(0);
         }
-        cache.push((ProblemKey::new(&p, algo), size));
+        cache.push((ProblemKey::new(&p, algo, math), size));
         Ok(size)
     }
 
-    fn query_workspace_size(&self, p: RawProblem<'_>, algo: BwdDataAlgo) -> Result<Option<usize>> {
+    fn query_workspace_size(
+        &self,
+        p: RawProblem<'_>,
+        algo: BwdDataAlgo,
+        math: MathType,
+    ) -> Result<Option<usize>> {
         self.bind()?;
-        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let mut size = 0usize;
         // SAFETY: descriptors are live; cuDNN writes one size_t.
         let status = unsafe {
@@ -438,6 +464,7 @@ impl CudnnContext {
         p: RawProblem<'_>,
         kind: crate::convolution::AlgoKind,
         algo: BwdDataAlgo,
+        math: Option<MathType>,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
@@ -449,8 +476,9 @@ impl CudnnContext {
                 kind.name()
             )));
         }
+        let math = p.resolve_math(math);
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.execute(alpha, p, algo, ptrs, beta) }
+        unsafe { self.execute(alpha, p, algo, math, ptrs, beta) }
     }
 
     /// Runs `algo` on any configuration cuDNN accepts, bypassing the support table (shapes
@@ -468,8 +496,9 @@ impl CudnnContext {
         beta: f64,
     ) -> Result<()> {
         p.geometry()?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.execute(alpha, p, algo, ptrs, beta) }
+        unsafe { self.execute(alpha, p, algo, math, ptrs, beta) }
     }
 
     /// # Safety
@@ -479,10 +508,11 @@ impl CudnnContext {
         alpha: f64,
         p: RawProblem<'_>,
         algo: BwdDataAlgo,
+        math: MathType,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
-        let need = self.workspace_size_raw(p, algo)?.unwrap_or(0);
+        let need = self.workspace_size_with(p, algo, math)?.unwrap_or(0);
         if need > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(
                 "{} needs a workspace of {need} bytes for this problem, got {}",
@@ -492,7 +522,7 @@ impl CudnnContext {
         }
         let scaling = p.dx.dtype().scaling();
         let (alpha, beta) = (Scaling::new(scaling, alpha), Scaling::new(scaling, beta));
-        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let ws_ptr = if ptrs.workspace.1 == 0 {
             std::ptr::null_mut()
         } else {
@@ -554,7 +584,8 @@ impl CudnnContext {
         let mut workspace: CudaSlice<u8> = alloc_bytes(&self.stream, ws_bytes.max(1))?;
         let (dx_ptr, _g1) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
         let (ws_ptr, _g2) = GpuBufferMut::device_ptr_mut(&mut workspace, &self.stream);
-        let (wd, dyd, dxd, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw()?);
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let (wd, dyd, dxd, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let mut perfs = [BwdDataAlgoPerf::default(); 8];
         let mut returned: c_int = 0;
         // SAFETY: descriptors live; w/dy valid per the caller; scratch dx and workspace
@@ -725,7 +756,7 @@ impl CudnnContext {
             conv: conv_desc.raw(),
         };
         p.geometry()?;
-        self.workspace_size_raw(p, algo.algo())
+        self.workspace_size_with(p, algo.algo(), p.resolve_math(algo.math_type()))
     }
 
     /// `dx = alpha * dgrad(w, dy) + beta * dx`, as the original: a `None` workspace passes a
@@ -805,6 +836,7 @@ impl CudnnContext {
                 p,
                 algo.kind(),
                 algo.algo(),
+                algo.math_type(),
                 ptrs,
                 beta.to_f64(),
             )

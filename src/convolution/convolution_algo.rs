@@ -140,6 +140,12 @@ pub trait ConvolutionBwdDataAlgo: Sealed {
 
     /// The support-table column this type is checked against.
     fn kind(&self) -> AlgoKind;
+
+    /// The math type cuDNN said to run the algorithm with (heuristic and measured
+    /// results); `None` for the fixed algorithms, which run with the descriptor's.
+    fn math_type(&self) -> Option<MathType> {
+        None
+    }
 }
 
 macro_rules! algo_marker {
@@ -249,6 +255,9 @@ impl ConvolutionBwdDataAlgo for BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
     }
     fn kind(&self) -> AlgoKind {
         AlgoKind::BestHeuristic
+    }
+    fn math_type(&self) -> Option<MathType> {
+        Some(self.math_type)
     }
 }
 

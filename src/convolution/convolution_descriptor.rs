@@ -18,7 +18,10 @@ pub struct RawConvolutionDescriptor {
     params: ConvParams,
     comp: DType,
     math_type: MathType,
-    lazy: LazyDescriptor,
+    /// One cuDNN descriptor per math type used so far: the descriptor's own, and the
+    /// ones heuristic results ask for (cuDNN reports each algorithm with the math type
+    /// to run it with).
+    lazy: [LazyDescriptor; 4],
 }
 
 impl RawConvolutionDescriptor {
@@ -34,7 +37,7 @@ impl RawConvolutionDescriptor {
             params,
             comp,
             math_type,
-            lazy: LazyDescriptor::default(),
+            lazy: Default::default(),
         })
     }
 
@@ -57,12 +60,31 @@ impl RawConvolutionDescriptor {
             params: self.params.clone(),
             comp: self.comp,
             math_type,
-            lazy: LazyDescriptor::default(),
+            lazy: Default::default(),
         }
     }
 
-    pub(crate) fn raw(&self) -> Result<*mut std::ffi::c_void> {
-        self.lazy.get(Kind::Convolution, |lib, ptr| {
+    /// The math type calls run with when nothing else is asked for: the descriptor's,
+    /// except that `Default` on f16/bf16 data means tensor cores (`TensorOp`), as in the
+    /// frameworks: cuDNN's default math lets f32 use TF32 on tensor cores but keeps half
+    /// types off them.
+    pub fn effective_math_type(&self, data: DType) -> MathType {
+        match (self.math_type, data) {
+            (MathType::Default, DType::F16 | DType::BF16) => MathType::TensorOp,
+            (m, _) => m,
+        }
+    }
+
+    /// Whether a heuristic result computed with `math` may run under this descriptor:
+    /// `Fma` forbids tensor cores, so only `Fma` results are admitted then.
+    pub fn admits_math_type(&self, math: MathType) -> bool {
+        self.math_type != MathType::Fma || math == MathType::Fma
+    }
+
+    /// The cuDNN descriptor with math type `math`, made on first use.
+    pub(crate) fn raw_with(&self, math: MathType) -> Result<*mut std::ffi::c_void> {
+        let slot = MathType::ALL.iter().position(|m| *m == math).unwrap_or(0);
+        self.lazy[slot].get(Kind::Convolution, |lib, ptr| {
             let to_c = |v: &[usize]| -> Vec<c_int> { v.iter().map(|&x| x as c_int).collect() };
             let (pad, stride, dil) = (
                 to_c(&self.params.padding),
@@ -89,8 +111,7 @@ impl RawConvolutionDescriptor {
                 unsafe { (api.cudnnSetConvolutionGroupCount)(ptr, self.params.groups as c_int) };
             check(status, "setting the group count")?;
             // SAFETY: as above.
-            let status =
-                unsafe { (api.cudnnSetConvolutionMathType)(ptr, self.math_type.into_raw() as u32) };
+            let status = unsafe { (api.cudnnSetConvolutionMathType)(ptr, math.into_raw() as u32) };
             check(status, "setting the math type")
         })
     }

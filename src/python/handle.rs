@@ -237,9 +237,12 @@ impl PyHandle {
             DeviceId::Cuda(_) => {
                 let need = {
                     let state = self.inner.gpu()?;
+                    let descs = ops.descs();
+                    let p = descs.problem();
+                    let math = p.resolve_math(sel.best.map(|b| b.math_type()));
                     state
                         .ctx
-                        .workspace_size_raw(ops.descs().problem(), sel.algo)?
+                        .workspace_size_with(p, sel.algo, math)?
                         .unwrap_or(0)
                 };
                 let ws = if need > 0 {
@@ -449,11 +452,11 @@ impl PyHandle {
             descs.problem().validate(sel.kind)?;
             match self.inner.device {
                 DeviceId::Cpu => Ok(None),
-                DeviceId::Cuda(_) => self
-                    .inner
-                    .gpu()?
-                    .ctx
-                    .workspace_size_raw(descs.problem(), sel.algo),
+                DeviceId::Cuda(_) => {
+                    let p = descs.problem();
+                    let math = p.resolve_math(sel.best.map(|b| b.math_type()));
+                    self.inner.gpu()?.ctx.workspace_size_with(p, sel.algo, math)
+                }
             }
         })
         .py_err(py)

@@ -1,0 +1,94 @@
+//! Host time per backward-data call on a tiny problem (1x4x8x8, 3x3), split by layer:
+//! the typed Rust API, the run-time core, and cuDNN's own entry point, so that the
+//! Python binding's share can be told apart (bench/perf.py measures the Python side).
+//!
+//! Usage: `overhead [calls]` on the GPU machine.
+
+use std::time::Instant;
+
+use cudarc::driver::CudaSlice;
+use cudnn_rs::{
+    ConvolutionDescriptor, ConvolutionMode, CudnnContext, DataAlgo1, Filter, MathType, Tensor, NCHW,
+};
+
+fn main() -> Result<(), cudnn_rs::Error> {
+    let calls: usize = std::env::args()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
+    let ctx = CudnnContext::new(0)?;
+    let stream = ctx.stream().clone();
+    let w = Filter::<f32, NCHW, _, 4>::new(stream.clone_htod(&[0.5f32; 144])?, [4, 4, 3, 3], NCHW)?;
+    let dy =
+        Tensor::<f32, NCHW, _, 4>::new(stream.clone_htod(&[1.0f32; 256])?, [1, 4, 8, 8], NCHW)?;
+    let mut dx =
+        Tensor::<f32, NCHW, _, 4>::new(stream.alloc_zeros::<f32>(256)?, [1, 4, 8, 8], NCHW)?;
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )?;
+    let size = ctx.get_convolution_backward_data_workspace_size(
+        w.descriptor(),
+        dy.descriptor(),
+        dx.descriptor(),
+        &conv,
+        &DataAlgo1,
+    )?;
+    let mut ws: Option<CudaSlice<u8>> = match size {
+        Some(n) => Some(stream.alloc_zeros::<u8>(n)?),
+        None => None,
+    };
+    let time = |label: &str, f: &mut dyn FnMut() -> Result<(), cudnn_rs::Error>| {
+        for _ in 0..200 {
+            f()?;
+        }
+        stream.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..calls {
+            f()?;
+        }
+        stream.synchronize()?;
+        let us = t.elapsed().as_secs_f64() / calls as f64 * 1e6;
+        println!("{label:<40} {us:8.2} us/call");
+        Ok::<(), cudnn_rs::Error>(())
+    };
+    time("typed convolution_backward_data", &mut || {
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, &mut dx)
+    })?;
+    let best = ctx.get_convolution_backward_data_algorithm(
+        w.descriptor(),
+        dy.descriptor(),
+        dx.descriptor(),
+        &conv,
+        None,
+    )?;
+    let best_size = ctx.get_convolution_backward_data_workspace_size(
+        w.descriptor(),
+        dy.descriptor(),
+        dx.descriptor(),
+        &conv,
+        &best,
+    )?;
+    let mut best_ws: Option<CudaSlice<u8>> = match best_size {
+        Some(n) => Some(stream.alloc_zeros::<u8>(n)?),
+        None => None,
+    };
+    time("typed, BestHeuristic", &mut || {
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &best, best_ws.as_mut(), 0.0, &mut dx)
+    })?;
+    time("workspace-size query (cached)", &mut || {
+        ctx.get_convolution_backward_data_workspace_size(
+            w.descriptor(),
+            dy.descriptor(),
+            dx.descriptor(),
+            &conv,
+            &DataAlgo1,
+        )
+        .map(|_| ())
+    })?;
+    Ok(())
+}
