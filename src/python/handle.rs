@@ -260,6 +260,7 @@ impl PyHandle {
                         device: self.inner.device,
                         nbytes: need,
                         memory: Mutex::new(slice),
+                        _home: None,
                     })
                 } else {
                     None
@@ -577,6 +578,8 @@ pub(crate) struct PyWorkspace {
     device: DeviceId,
     nbytes: usize,
     memory: Mutex<Option<CudaSlice<u8>>>,
+    /// The stream the memory is freed on, with its owner: dropped after `memory`.
+    _home: Option<super::streams::StreamMark>,
 }
 
 impl PyWorkspace {
@@ -599,15 +602,20 @@ impl PyWorkspace {
             )
         })?;
         let inner = Arc::clone(&handle.get().inner);
-        let memory = match inner.device {
-            DeviceId::Cpu => None,
-            DeviceId::Cuda(_) if nbytes == 0 => None,
-            DeviceId::Cuda(_) => Some(detach(py, move || alloc_bytes(&inner.stream()?, nbytes))?),
+        let (memory, home) = match inner.device {
+            DeviceId::Cpu => (None, None),
+            DeviceId::Cuda(_) if nbytes == 0 => (None, None),
+            DeviceId::Cuda(_) => detach(py, move || {
+                let stream = inner.stream()?;
+                let memory = alloc_bytes(&stream, nbytes)?;
+                Ok((Some(memory), Some(super::streams::StreamMark::new(&stream))))
+            })?,
         };
         Ok(Self {
             device: handle.get().inner.device,
             nbytes,
             memory: Mutex::new(memory),
+            _home: home,
         })
     }
     /// Size in bytes.

@@ -135,4 +135,12 @@ impl StreamMark {
             _owner: owner_of(stream),
         }
     }
+
+    /// Another mark of the same stream, holding the same owner.
+    pub(crate) fn same(&self) -> Self {
+        Self {
+            stream: Arc::clone(&self.stream),
+            _owner: self._owner.clone(),
+        }
+    }
 }

@@ -365,6 +365,9 @@ pub(crate) struct TensorCore {
     storage: RwLock<Storage>,
     /// The stream this tensor's memory was last used on (GPU only).
     mark: Mutex<Option<StreamMark>>,
+    /// The stream the memory was allocated on, which cudarc frees it on: its owner must
+    /// outlive the memory (a CuPy or PyTorch stream dies with its Python object).
+    home: Option<StreamMark>,
 }
 
 impl Drop for TensorCore {
@@ -381,7 +384,7 @@ impl Drop for TensorCore {
             .storage
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match (mark, &*storage) {
+        match (mark.as_ref(), &*storage) {
             (Some(mark), Storage::Device(slice)) => {
                 let _ = order_after(slice.stream(), &mark.stream);
             }
@@ -392,6 +395,10 @@ impl Drop for TensorCore {
             }
             _ => {}
         }
+        // Free the memory now, while the streams it is freed on and was last used on
+        // (and the Python objects owning them) are still alive; they go after.
+        drop(std::mem::replace(storage, Storage::Host(Vec::new())));
+        drop(mark);
     }
 }
 
@@ -402,6 +409,7 @@ impl TensorCore {
             device,
             storage: RwLock::new(storage),
             mark: Mutex::new(None),
+            home: None,
         }
     }
 
@@ -500,7 +508,8 @@ impl TensorCore {
                 Storage::Device(slice)
             }
         };
-        let core = Self::from_parts(desc, handle.inner.device, storage);
+        let mut core = Self::from_parts(desc, handle.inner.device, storage);
+        core.home = mark.as_ref().map(StreamMark::same);
         *core.mark() = mark;
         Ok(core)
     }
