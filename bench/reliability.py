@@ -94,27 +94,35 @@ def leaks(h: cd.Handle) -> None:
         rss1 - rss0 < 8 and dev1 - dev0 < 64,
         f"RSS {rss0:.1f} -> {rss1:.1f} MiB, device {dev0:.0f} -> {dev1:.0f} MiB",
     )
+
     # Create/destroy cycles in rounds: allocator pools and cuDNN's per-process caches
     # grow once and then stay; a leak keeps growing from round to round.
-    rounds = []
-    for _ in range(4):
-        for i in range(2_500):
-            h2 = cd.Handle() if i % 10 == 0 else h
-            t = cd.Tensor.zeros(h2, (2, 4, 16, 16))
-            f = cd.Filter.zeros(h2, (8, 4, 3, 3))
-            c = cd.ConvolutionDescriptor((1, 1))
-            w2 = cd.Workspace(h2, 4096)
-            del t, f, c, w2, h2
-        h.synchronize()
-        gc.collect()
-        rounds.append((rss_mib(), device_used_mib()))
-    text = ", ".join(f"{r:.1f}/{d:.0f}" for r, d in rounds)
-    steady = rounds[-1][0] - rounds[1][0] < 4 and rounds[-1][1] - rounds[1][1] < 16
-    record(
-        "10k create/destroy cycles (4 rounds)",
-        steady,
-        f"RSS/device MiB after each round of 2500: {text} (start {rss1:.1f}/{dev1:.0f})",
-    )
+    def rounds_of(label: str, n: int, body) -> None:
+        rounds = []
+        for _ in range(4):
+            for i in range(n):
+                body(i)
+            h.synchronize()
+            gc.collect()
+            rounds.append((rss_mib(), device_used_mib()))
+        text = ", ".join(f"{r:.1f}/{d:.0f}" for r, d in rounds)
+        steady = rounds[-1][0] - rounds[1][0] < 2 and rounds[-1][1] - rounds[1][1] < 8
+        record(label, steady, f"RSS/device MiB after each of 4 rounds of {n}: {text}")
+
+    def handle_cycle(_: int) -> None:
+        h2 = cd.Handle()
+        t = cd.Tensor.zeros(h2, (2, 4, 16, 16))
+        del t, h2
+
+    def tensor_cycle(_: int) -> None:
+        t = cd.Tensor.zeros(h, (2, 4, 16, 16))
+        f = cd.Filter.zeros(h, (8, 4, 3, 3))
+        c = cd.ConvolutionDescriptor((1, 1))
+        w2 = cd.Workspace(h, 4096)
+        del t, f, c, w2
+
+    rounds_of("handle create/destroy cycles", 250, handle_cycle)
+    rounds_of("tensor/descriptor/workspace create/destroy cycles", 2_500, tensor_cycle)
 
 
 def faults(h: cd.Handle) -> None:

@@ -173,11 +173,41 @@ const WORKSPACE_CACHE_ENTRIES: usize = 32;
 // threads use the handle at once.
 unsafe impl Send for CudnnContext {}
 
+/// cuDNN handles given back by dropped contexts, for the next context on the same CUDA
+/// context: creating one costs milliseconds and cuDNN keeps some memory per handle it
+/// ever created, so programs that make and drop many handles reuse a few instead. Each
+/// entry keeps its CUDA context retained, so the handle stays valid while pooled.
+struct PooledHandle {
+    handle: RawHandle,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a pooled handle is used by no thread until a context takes it back out.
+unsafe impl Send for PooledHandle {}
+
+static HANDLE_POOL: std::sync::Mutex<Vec<PooledHandle>> = std::sync::Mutex::new(Vec::new());
+const HANDLE_POOL_LIMIT: usize = 8;
+
+fn handle_pool() -> std::sync::MutexGuard<'static, Vec<PooledHandle>> {
+    HANDLE_POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Drop for CudnnContext {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: the handle was created by cudnnCreate of this library and is destroyed
-        // once, here.
+        let mut pool = handle_pool();
+        if pool.len() < HANDLE_POOL_LIMIT {
+            pool.push(PooledHandle {
+                handle: RawHandle(self.handle.0),
+                ctx: Arc::clone(&self.ctx),
+            });
+            return;
+        }
+        drop(pool);
+        // SAFETY: the handle was created by cudnnCreate of this library and, not pooled,
+        // is destroyed once, here.
         unsafe {
             (self.lib.api.cudnnDestroy)(self.handle.0);
         }
@@ -210,10 +240,21 @@ impl CudnnContext {
         let lib = library::cudnn()?;
         let ctx = Arc::clone(stream.context());
         ctx.bind_to_thread()?;
-        let mut handle: sys::CudnnHandle = std::ptr::null_mut();
-        // SAFETY: cudnnCreate writes one handle; the device's context is current.
-        let status = unsafe { (lib.api.cudnnCreate)(&raw mut handle) };
-        check(status, "creating a cuDNN handle")?;
+        let pooled = {
+            let mut pool = handle_pool();
+            pool.iter()
+                .position(|p| p.ctx.cu_ctx() == ctx.cu_ctx())
+                .map(|i| pool.swap_remove(i).handle.0)
+        };
+        let handle = if let Some(handle) = pooled {
+            handle
+        } else {
+            let mut handle: sys::CudnnHandle = std::ptr::null_mut();
+            // SAFETY: cudnnCreate writes one handle; the device's context is current.
+            let status = unsafe { (lib.api.cudnnCreate)(&raw mut handle) };
+            check(status, "creating a cuDNN handle")?;
+            handle
+        };
         let this = Self {
             handle: RawHandle(handle),
             lib,

@@ -125,14 +125,14 @@ fn owner_of(stream: &CudaStream) -> Option<Arc<StreamOwner>> {
 /// are ordered after it.
 pub(crate) struct StreamMark {
     pub stream: Arc<CudaStream>,
-    _owner: Option<Arc<StreamOwner>>,
+    owner: Option<Arc<StreamOwner>>,
 }
 
 impl StreamMark {
     pub(crate) fn new(stream: &Arc<CudaStream>) -> Self {
         Self {
             stream: Arc::clone(stream),
-            _owner: owner_of(stream),
+            owner: owner_of(stream),
         }
     }
 
@@ -140,7 +140,7 @@ impl StreamMark {
     pub(crate) fn same(&self) -> Self {
         Self {
             stream: Arc::clone(&self.stream),
-            _owner: self._owner.clone(),
+            owner: self.owner.clone(),
         }
     }
 }
