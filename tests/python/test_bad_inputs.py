@@ -1,0 +1,92 @@
+"""Rows of the README's bad-input matrix not covered elsewhere: each provokes its error
+(or, for non-finite inputs, checks they propagate) on the CPU device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cudnn_rs as cd
+
+
+def small_problem(h: cd.Handle, rng: np.random.Generator):
+    w = cd.Filter.from_numpy(h, rng.standard_normal((4, 2, 3, 3)).astype(np.float32))
+    dy = cd.Tensor.from_numpy(h, rng.standard_normal((1, 4, 5, 5)).astype(np.float32))
+    conv = cd.ConvolutionDescriptor((1, 1))
+    return w, dy, conv
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(2**16, 2**16, 1, 1), (2**11, 2**10, 2**10, 1), (1, 1, 2**31, 1)],
+    ids=["2^32", "2^31", "dim-2^31"],
+)
+def test_element_counts_past_cudnns_32_bit_limit(
+    cpu: cd.Handle, shape: tuple[int, ...]
+) -> None:
+    with pytest.raises(cd.ShapeError, match=r"elements|dimension"):
+        cd.Tensor.empty(cpu, shape)
+
+
+@pytest.mark.parametrize("pad", [2**31, 2**40])
+def test_huge_padding(pad: int) -> None:
+    with pytest.raises(cd.ShapeError, match="padding"):
+        cd.ConvolutionDescriptor((pad, 0))
+
+
+@pytest.mark.parametrize("stride", [(-1, 1), (0, 1)])
+def test_negative_or_zero_stride(stride: tuple[int, int]) -> None:
+    with pytest.raises(cd.ShapeError, match="stride"):
+        cd.ConvolutionDescriptor((0, 0), stride=stride)
+
+
+@pytest.mark.parametrize("dilation", [(-2, 1), (0, 1)])
+def test_negative_or_zero_dilation(dilation: tuple[int, int]) -> None:
+    with pytest.raises(cd.ShapeError, match="dilation"):
+        cd.ConvolutionDescriptor((0, 0), dilation=dilation)
+
+
+@pytest.mark.parametrize("bad", ["1.0", None, [1.0], 1j])
+def test_alpha_and_beta_of_the_wrong_type(
+    cpu: cd.Handle, rng: np.random.Generator, bad: object
+) -> None:
+    w, dy, conv = small_problem(cpu, rng)
+    dx = cd.Tensor.from_numpy(cpu, np.full((1, 2, 5, 5), 7.0, dtype=np.float32))
+    for args in ((bad, 0.0), (1.0, bad)):
+        with pytest.raises(TypeError) as info:
+            cpu.convolution_backward_data(
+                args[0], w, dy, conv, cd.DataAlgo1(), None, args[1], dx
+            )
+        assert not isinstance(info.value, cd.CudnnRsError)
+    assert np.all(dx.to_numpy() == 7.0), "a refused call wrote dx"
+
+
+def test_nan_and_inf_inputs_propagate(cpu: cd.Handle, rng: np.random.Generator) -> None:
+    w_np = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    dy_np = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    dy_np[0, 0, 2, 2] = np.nan
+    dy_np[0, 1, 0, 0] = np.inf
+    w = cd.Filter.from_numpy(cpu, w_np)
+    dy = cd.Tensor.from_numpy(cpu, dy_np)
+    dx = cd.convolution_backward_data(
+        cpu, w, dy, cd.ConvolutionDescriptor((1, 1)), x_shape=(1, 2, 5, 5)
+    ).to_numpy()
+    # The NaN at (2, 2) reaches every dx pixel within the 3x3 window around it; the far
+    # corner (4, 4) is reached only by the infinite entry's window, which it is not in.
+    assert np.all(np.isnan(dx[0, :, 1:4, 1:4]))
+    assert np.isfinite(dx[0, 0, 4, 4])
+
+
+def test_tensors_outlive_their_handle(cpu: cd.Handle, rng: np.random.Generator) -> None:
+    h = cd.Handle(device="cpu")
+    w, dy, conv = small_problem(h, rng)
+    want = cd.convolution_backward_data(cpu, w, dy, conv, x_shape=(1, 2, 5, 5))
+    del h
+    other = cd.Handle(device="cpu")
+    got = cd.convolution_backward_data(other, w, dy, conv, x_shape=(1, 2, 5, 5))
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+
+
+def test_negative_workspace_size(cpu: cd.Handle) -> None:
+    with pytest.raises(cd.ShapeError, match="workspace"):
+        cd.Workspace(cpu, -1)
