@@ -36,6 +36,7 @@ if [ "${GPU_RUN_SANITIZER:-0}" = 1 ]; then
   TAIL=4 step racecheck timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 data_algo1
 fi
 TAIL=25 step pytest_gpu python3 -m pytest tests/python -rs -q --timeout 300 -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py
+CUDNN_RS_FUZZ_EXAMPLES=${FUZZ:-500} TAIL=4 step fuzz_gpu python3 -m pytest tests/python/test_properties.py -k gpu -q -p no:cacheprovider --hypothesis-show-statistics
 TAIL=40 step pytest_gpu_interop python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -rs -v --timeout 120 -p no:cacheprovider
 [ "${GPU_RUN_RELIABILITY:-0}" = 1 ] && TAIL=10 step reliability python3 bench/reliability.py
 if [ "${GPU_RUN_BENCH:-0}" = 1 ]; then

@@ -410,3 +410,26 @@ def test_dlpack_with_torch(gpu: cd.Handle, rng: np.random.Generator) -> None:
     interface = dx.__cuda_array_interface__
     assert tuple(interface["shape"]) == case.x_shape
     assert interface["typestr"] == "<f4"
+
+
+@pytest.mark.gpu
+def test_workspace_too_small_is_refused_and_dx_untouched(
+    gpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    w = cd.Filter.from_numpy(gpu, rng.standard_normal((16, 8, 3, 3)).astype(np.float32))
+    dy = cd.Tensor.from_numpy(
+        gpu, rng.standard_normal((4, 16, 14, 14)).astype(np.float32)
+    )
+    poison = np.full((4, 8, 14, 14), np.nan, dtype=np.float32)
+    dx = cd.Tensor.from_numpy(gpu, poison)
+    conv = cd.ConvolutionDescriptor((1, 1))
+    for algo in (cd.Fft(), cd.FftTiling(), cd.WinogradNonFused(), cd.DataAlgo0()):
+        size = gpu.get_convolution_backward_data_workspace_size(w, dy, dx, conv, algo)
+        if size:
+            break
+    else:
+        pytest.skip("no algorithm of the f32 NCHW row needs a workspace for this shape")
+    for ws in (None, cd.Workspace(gpu, size - 1)):
+        with pytest.raises(cd.ShapeError, match="workspace"):
+            gpu.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+    assert np.isnan(dx.to_numpy()).all(), "a refused call wrote dx"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from helpers import (
+    TOLERANCE,
     ConvCase,
     Row,
     assert_close,
     choose_algorithm,
+    contents,
     make_problem,
     run_backward_data,
     support_rows,
@@ -82,4 +86,42 @@ def test_random_configurations_match_reference(drawn: Drawn) -> None:
         problem.expected(drawn.alpha, drawn.beta),
         drawn.row.dx_dtype,
         f"alpha={drawn.alpha} beta={drawn.beta} seed={drawn.seed} {problem.describe()}",
+    )
+
+
+# The GPU fuzz run: CUDNN_RS_FUZZ_EXAMPLES sets its budget (the GPU machine's run uses a
+# larger one); seeded like the CPU one.
+GPU_EXAMPLES = int(os.environ.get("CUDNN_RS_FUZZ_EXAMPLES", "60"))
+
+
+@pytest.mark.gpu
+@settings(derandomize=True, max_examples=GPU_EXAMPLES, deadline=None, database=None)
+@given(drawn=configurations())
+def test_random_configurations_on_the_gpu_match_reference(
+    gpu: cd.Handle, drawn: Drawn
+) -> None:
+    rng = np.random.default_rng(drawn.seed)
+    problem = make_problem(gpu, drawn.row, drawn.case, rng, poison_dx=drawn.beta == 0.0)
+    algo = choose_algorithm(gpu, problem)
+    before = contents(problem.dx)
+    try:
+        got = run_backward_data(gpu, problem, algo, drawn.alpha, drawn.beta)
+    except cd.CudnnError as err:
+        # A fixed algorithm cuDNN does not run for this shape: refused, dx untouched.
+        assert err.status.startswith("CUDNN_STATUS_NOT_SUPPORTED"), err
+        assert drawn.row.algo != "BestHeuristic", err
+        assert contents(problem.dx) == before
+        return
+    row = drawn.row
+    tolerance = TOLERANCE[row.dx_dtype]
+    if row.dx_dtype == "f32":
+        tolerance = 5e-3  # cuDNN's default math runs f32 in TF32
+    elif row.comp_dtype == "f16":
+        tolerance = 5e-2  # true half accumulates in half precision
+    assert_close(
+        got,
+        problem.expected(drawn.alpha, drawn.beta),
+        row.dx_dtype,
+        f"alpha={drawn.alpha} beta={drawn.beta} seed={drawn.seed} {problem.describe()}",
+        tolerance,
     )
