@@ -127,12 +127,14 @@ pub struct CudnnContext {
     stream: Arc<CudaStream>,
     /// Workspace sizes already asked of cuDNN, so a repeated call asks no more.
     workspace_sizes: std::cell::RefCell<Vec<(ProblemKey, Option<usize>)>>,
+    /// Repeated calls captured as CUDA graphs (see `graph_cache`).
+    graphs: std::cell::RefCell<crate::graph_cache::GraphCache<ProblemKey>>,
 }
 
 /// Everything a workspace size depends on, by value (descriptors may be dropped and
 /// their addresses reused, so their identity is no key).
 #[derive(Clone, PartialEq, Eq)]
-struct ProblemKey {
+pub(crate) struct ProblemKey {
     operands: [(crate::data_type::DType, crate::tensor::Format, Vec<usize>); 3],
     params: crate::convolution::ConvParams,
     comp: crate::data_type::DType,
@@ -261,6 +263,7 @@ impl CudnnContext {
             ctx,
             stream,
             workspace_sizes: std::cell::RefCell::new(Vec::new()),
+            graphs: std::cell::RefCell::new(crate::graph_cache::GraphCache::new()),
         };
         this.apply_stream()?;
         Ok(this)
@@ -562,34 +565,91 @@ impl CudnnContext {
             )));
         }
         let scaling = p.dx.dtype().scaling();
-        let (alpha, beta) = (Scaling::new(scaling, alpha), Scaling::new(scaling, beta));
+        let (alpha_s, beta_s) = (Scaling::new(scaling, alpha), Scaling::new(scaling, beta));
         let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let ws_ptr = if ptrs.workspace.1 == 0 {
             std::ptr::null_mut()
         } else {
             ptrs.workspace.0 as *mut c_void
         };
-        // SAFETY: descriptors are live and match the memory (caller's contract); alpha and
-        // beta point to host scalars of the type cuDNN reads for dx's data type and live
-        // across the call.
-        let status = unsafe {
-            (self.lib.api.cudnnConvolutionBackwardData)(
-                self.handle.0,
-                alpha.as_ptr(),
-                w,
-                ptrs.w as *const c_void,
-                dy,
-                ptrs.dy as *const c_void,
-                conv,
-                algo.into_raw() as u32,
-                ws_ptr,
-                ptrs.workspace.1,
-                beta.as_ptr(),
-                dx,
-                ptrs.dx as *mut c_void,
-            )
+        let api = &self.lib.api;
+        let call = || {
+            // SAFETY: descriptors are live and match the memory (caller's contract); alpha
+            // and beta point to host scalars of the type cuDNN reads for dx's data type and
+            // live across the call.
+            unsafe {
+                (api.cudnnConvolutionBackwardData)(
+                    self.handle.0,
+                    alpha_s.as_ptr(),
+                    w,
+                    ptrs.w as *const c_void,
+                    dy,
+                    ptrs.dy as *const c_void,
+                    conv,
+                    algo.into_raw() as u32,
+                    ws_ptr,
+                    ptrs.workspace.1,
+                    beta_s.as_ptr(),
+                    dx,
+                    ptrs.dx as *mut c_void,
+                )
+            }
         };
+        if crate::graph_cache::enabled()
+            && self.replay_or_capture(&p, algo, math, &ptrs, alpha, beta, &call)?
+        {
+            return Ok(());
+        }
+        let status = call();
         self.check_run(status, &p, algo, "running backward data")
+    }
+
+    /// Runs a repeated call as a CUDA graph: `Ok(true)` when the work was enqueued that
+    /// way, `Ok(false)` when the caller should call cuDNN directly.
+    fn replay_or_capture(
+        &self,
+        p: &RawProblem<'_>,
+        algo: BwdDataAlgo,
+        math: MathType,
+        ptrs: &RawPointers,
+        alpha: f64,
+        beta: f64,
+        call: &dyn Fn() -> u32,
+    ) -> Result<bool> {
+        use crate::graph_cache::{capture, launch, Plan};
+        let stream = self.stream.cu_stream().cast::<c_void>();
+        let plan = self.graphs.borrow_mut().plan(
+            |k| k.matches(p, algo, math),
+            || ProblemKey::new(p, algo, math),
+            ptrs,
+            alpha,
+            beta,
+        );
+        match plan {
+            // SAFETY: the graph was captured in this context from a call with these very
+            // addresses, shapes and scalars (its key), which the caller vouches for now.
+            Plan::Replay(exec) => Ok(unsafe { launch(exec, stream) }),
+            Plan::Direct => Ok(false),
+            Plan::Capture => {
+                let Some(side) = self.graphs.borrow_mut().side_stream() else {
+                    self.graphs.borrow_mut().store(None);
+                    return Ok(false);
+                };
+                let api = &self.lib.api;
+                let issue = |s: cudarc::driver::sys::CUstream| {
+                    // SAFETY: the handle is live; `s` is this context's private stream.
+                    let set = unsafe { (api.cudnnSetStream)(self.handle.0, s.cast()) };
+                    set == 0 && call() == 0
+                };
+                // SAFETY: `side` is this context's live private stream; `issue` only
+                // points cuDNN at it and enqueues the call there.
+                let exec = unsafe { capture(side, issue) };
+                self.apply_stream()?;
+                self.graphs.borrow_mut().store(exec);
+                // SAFETY: as for `Plan::Replay`: captured just now from this very call.
+                Ok(exec.is_some_and(|e| unsafe { launch(e, stream) }))
+            }
+        }
     }
 
     /// Measures every algorithm cuDNN offers for the problem (`cudnnFind...Ex` on the given

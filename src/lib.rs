@@ -19,6 +19,7 @@ pub mod reference;
 pub mod sys;
 pub mod tensor;
 
+mod graph_cache;
 mod raw_descriptor;
 
 #[cfg(feature = "python")]

@@ -1,0 +1,210 @@
+//! Replaying repeated backward-data calls as CUDA graphs.
+//!
+//! cuDNN 9's legacy `cudnnConvolutionBackwardData` spends tens of microseconds on the host
+//! per call (it plans the call anew each time). A training or benchmark loop repeats the
+//! very same call: same shapes, algorithm, math type, scalars and addresses. The second
+//! time a call repeats the previous one exactly, it is captured (on a private stream, in
+//! thread-local capture mode) into a CUDA graph, and from then on an identical call only
+//! launches that graph on the handle's stream: the same kernels on the same addresses,
+//! in stream order, for a few microseconds of host time. Anything that differs is a new
+//! key; a call that cannot be captured runs directly and is not tried again.
+//!
+//! Set `CUDNN_RS_GRAPHS=0` to turn replay off.
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use cudarc::driver::sys;
+
+use crate::context::RawPointers;
+
+/// What makes two calls the same call: the problem (by value), algorithm, math type,
+/// addresses and scalar bits.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct CallKey<P: PartialEq> {
+    pub problem: P,
+    pub pointers: [u64; 3],
+    pub workspace: (u64, usize),
+    pub scalars: (u64, u64),
+}
+
+impl<P: PartialEq> CallKey<P> {
+    pub(crate) fn same_call(&self, ptrs: &RawPointers, alpha: f64, beta: f64) -> bool {
+        self.pointers == [ptrs.w, ptrs.dy, ptrs.dx]
+            && self.workspace == ptrs.workspace
+            && self.scalars == (alpha.to_bits(), beta.to_bits())
+    }
+}
+
+struct Entry<P: PartialEq> {
+    key: CallKey<P>,
+    /// `None`: the call could not be captured; it runs directly.
+    exec: Option<sys::CUgraphExec>,
+}
+
+/// Per-context cache of captured calls (a context is used by one thread at a time).
+pub(crate) struct GraphCache<P: PartialEq> {
+    entries: Vec<Entry<P>>,
+    /// The previous call, to notice a repeat.
+    last: Option<CallKey<P>>,
+    /// Private stream captures run on (the handle's may be the legacy default stream,
+    /// which cannot be captured).
+    side: Option<sys::CUstream>,
+}
+
+const MAX_ENTRIES: usize = 64;
+
+pub(crate) fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUDNN_RS_GRAPHS").map_or(true, |v| v != "0"))
+}
+
+/// What to do with a call.
+pub(crate) enum Plan {
+    /// Launch this captured graph.
+    Replay(sys::CUgraphExec),
+    /// Capture it now (it repeats the previous call).
+    Capture,
+    /// Run it directly.
+    Direct,
+}
+
+impl<P: PartialEq + Clone> GraphCache<P> {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            last: None,
+            side: None,
+        }
+    }
+
+    /// Decides how to run a call; `matches` compares a cached problem with this call's.
+    pub(crate) fn plan(
+        &mut self,
+        matches: impl Fn(&P) -> bool,
+        make: impl FnOnce() -> P,
+        ptrs: &RawPointers,
+        alpha: f64,
+        beta: f64,
+    ) -> Plan {
+        if let Some(e) = self
+            .entries
+            .iter()
+            .find(|e| e.key.same_call(ptrs, alpha, beta) && matches(&e.key.problem))
+        {
+            return e.exec.map_or(Plan::Direct, Plan::Replay);
+        }
+        let repeat = self
+            .last
+            .as_ref()
+            .is_some_and(|k| k.same_call(ptrs, alpha, beta) && matches(&k.problem));
+        if repeat {
+            return Plan::Capture;
+        }
+        self.last = Some(CallKey {
+            problem: make(),
+            pointers: [ptrs.w, ptrs.dy, ptrs.dx],
+            workspace: ptrs.workspace,
+            scalars: (alpha.to_bits(), beta.to_bits()),
+        });
+        Plan::Direct
+    }
+
+    /// Records the outcome of a capture of the last call.
+    pub(crate) fn store(&mut self, exec: Option<sys::CUgraphExec>) {
+        let Some(key) = self.last.take() else {
+            if let Some(exec) = exec {
+                destroy_exec(exec);
+            }
+            return;
+        };
+        if self.entries.len() >= MAX_ENTRIES {
+            let old = self.entries.remove(0);
+            if let Some(exec) = old.exec {
+                destroy_exec(exec);
+            }
+        }
+        self.entries.push(Entry { key, exec });
+    }
+
+    /// The private capture stream, made on first use.
+    pub(crate) fn side_stream(&mut self) -> Option<sys::CUstream> {
+        if self.side.is_none() {
+            let mut stream: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: cuStreamCreate writes one stream handle; the context is current.
+            let r = unsafe {
+                sys::cuStreamCreate(
+                    &raw mut stream,
+                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                )
+            };
+            if r != sys::cudaError_enum::CUDA_SUCCESS || stream.is_null() {
+                return None;
+            }
+            self.side = Some(stream);
+        }
+        self.side
+    }
+}
+
+/// Captures `call` (which issues the work to the stream it is given) into a graph on
+/// `side`. `None` when capture or instantiation fails; the capture is always ended.
+///
+/// # Safety
+/// `side` must be a live stream of the current context; `call` must only enqueue work
+/// on the stream it is given.
+pub(crate) unsafe fn capture(
+    side: sys::CUstream,
+    call: impl FnOnce(sys::CUstream) -> bool,
+) -> Option<sys::CUgraphExec> {
+    let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    // SAFETY: `side` is a live stream (caller's contract).
+    if unsafe { sys::cuStreamBeginCapture_v2(side, mode) } != sys::cudaError_enum::CUDA_SUCCESS {
+        return None;
+    }
+    let issued = call(side);
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: ends the capture begun above, whatever `call` did.
+    let ended = unsafe { sys::cuStreamEndCapture(side, &raw mut graph) };
+    if graph.is_null() {
+        return None;
+    }
+    let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+    let ok = issued
+        && ended == sys::cudaError_enum::CUDA_SUCCESS
+        // SAFETY: `graph` is the captured graph; `exec` receives one executable graph.
+        && unsafe { sys::cuGraphInstantiateWithFlags(&raw mut exec, graph, 0) }
+            == sys::cudaError_enum::CUDA_SUCCESS;
+    // SAFETY: the graph is no longer needed once instantiated (or on failure).
+    unsafe { sys::cuGraphDestroy(graph) };
+    (ok && !exec.is_null()).then_some(exec)
+}
+
+/// Launches a captured call on `stream`.
+///
+/// # Safety
+/// `exec` must be a live graph of the current context; the addresses it was captured
+/// with must be valid now (they are part of the key it was found under).
+pub(crate) unsafe fn launch(exec: sys::CUgraphExec, stream: *mut c_void) -> bool {
+    // SAFETY: as the function's contract.
+    unsafe { sys::cuGraphLaunch(exec, stream.cast()) == sys::cudaError_enum::CUDA_SUCCESS }
+}
+
+fn destroy_exec(exec: sys::CUgraphExec) {
+    // SAFETY: each executable graph is destroyed once, when it leaves the cache.
+    unsafe { sys::cuGraphExecDestroy(exec) };
+}
+
+impl<P: PartialEq> Drop for GraphCache<P> {
+    fn drop(&mut self) {
+        for e in self.entries.drain(..) {
+            if let Some(exec) = e.exec {
+                destroy_exec(exec);
+            }
+        }
+        if let Some(side) = self.side.take() {
+            // SAFETY: the private stream is destroyed once, here.
+            unsafe { sys::cuStreamDestroy_v2(side) };
+        }
+    }
+}
