@@ -516,25 +516,74 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
     let mut rng = StdRng::seed_from_u64(11);
     let (w_shape, dy_shape, dx_shape) = ([8usize, 4, 3, 3], [2usize, 8, 9, 9], [2usize, 4, 9, 9]);
     let w_h: Vec<f32> = (0..288).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let dy_h: Vec<f32> = (0..2 * 8 * 81).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let params = ConvParams::new(&[1, 1], &[1, 1], &[1, 1], 1, ConvolutionMode::CrossCorrelation).unwrap();
+    let dy_h: Vec<f32> = (0..2 * 8 * 81)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
     let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
     let mut want = vec![0.0f32; 2 * 4 * 81];
-    convolution_backward_data_naive(&geo, Format::Nchw, Format::Nchw, Format::Nchw, 1.0, &w_h, &dy_h, 0.0, &mut want).unwrap();
+    convolution_backward_data_naive(
+        &geo,
+        Format::Nchw,
+        Format::Nchw,
+        Format::Nchw,
+        1.0,
+        &w_h,
+        &dy_h,
+        0.0,
+        &mut want,
+    )
+    .unwrap();
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [8, 4, 3, 3], NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [2, 8, 9, 9], NCHW).unwrap();
-    let mut dx = Tensor::<f32, NCHW, _, 4>::new(stream.alloc_zeros::<f32>(2 * 4 * 81).unwrap(), [2, 4, 9, 9], NCHW).unwrap();
+    let mut dx = Tensor::<f32, NCHW, _, 4>::new(
+        stream.alloc_zeros::<f32>(2 * 4 * 81).unwrap(),
+        [2, 4, 9, 9],
+        NCHW,
+    )
+    .unwrap();
     // FMA math: no TF32, so every replay must match the first call bit for bit.
-    let conv = ConvolutionDescriptor::<f32, 2>::new([1, 1], [1, 1], [1, 1], 1, ConvolutionMode::CrossCorrelation, MathType::Fma).unwrap();
-    let size = ctx.get_convolution_backward_data_workspace_size(w.descriptor(), dy.descriptor(), dx.descriptor(), &conv, &DataAlgo1).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap();
+    let size = ctx
+        .get_convolution_backward_data_workspace_size(
+            w.descriptor(),
+            dy.descriptor(),
+            dx.descriptor(),
+            &conv,
+            &DataAlgo1,
+        )
+        .unwrap();
     let mut ws = size.map(|n| stream.alloc_zeros::<u8>(n).unwrap());
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let mut first: Option<Vec<u32>> = None;
     for i in 0..6 {
-        stream.memcpy_htod(&vec![f32::NAN; 2 * 4 * 81], dx.data_mut()).unwrap();
-        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, &mut dx).unwrap();
+        stream
+            .memcpy_htod(&vec![f32::NAN; 2 * 4 * 81], dx.data_mut())
+            .unwrap();
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, &mut dx)
+            .unwrap();
         let got = stream.clone_dtoh(dx.data()).unwrap();
-        let err = got.iter().zip(&want).map(|(g, r)| (g - r).abs()).fold(0.0f32, f32::max) / scale;
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(g, r)| (g - r).abs())
+            .fold(0.0f32, f32::max)
+            / scale;
         assert!(err < 1e-5, "call {i}: relative error {err}");
         let bits: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
         match &first {
@@ -543,11 +592,19 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
         }
     }
     // beta = 1 accumulates on each replay: three calls from zero give 3 * dgrad.
-    stream.memcpy_htod(&vec![0.0f32; 2 * 4 * 81], dx.data_mut()).unwrap();
+    stream
+        .memcpy_htod(&vec![0.0f32; 2 * 4 * 81], dx.data_mut())
+        .unwrap();
     for _ in 0..3 {
-        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 1.0, &mut dx).unwrap();
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 1.0, &mut dx)
+            .unwrap();
     }
     let got = stream.clone_dtoh(dx.data()).unwrap();
-    let err = got.iter().zip(&want).map(|(g, r)| (g - 3.0 * r).abs()).fold(0.0f32, f32::max) / scale;
+    let err = got
+        .iter()
+        .zip(&want)
+        .map(|(g, r)| (g - 3.0 * r).abs())
+        .fold(0.0f32, f32::max)
+        / scale;
     assert!(err < 1e-5, "accumulating replays: relative error {err}");
 }

@@ -219,6 +219,13 @@ impl PyHandle {
         }
     }
 
+    /// Workspace bytes the call needs on the GPU, with the math type it will run with.
+    fn workspace_need(&self, descs: &Descs<'_>, sel: &SelectedAlgo) -> Result<Option<usize>> {
+        let p = descs.problem();
+        let math = p.resolve_math(sel.best.map(|b| b.math_type()));
+        self.inner.gpu()?.ctx.workspace_size_with(p, sel.algo, math)
+    }
+
     /// The one-call API: a fresh dx, the heuristic's (or given) algorithm, the handle's
     /// cached workspace grown as needed.
     fn one_call(&self, ops: &Operands<'_>, sel: Option<SelectedAlgo>, alpha: f64) -> Result<()> {
@@ -235,16 +242,7 @@ impl PyHandle {
         match self.inner.device {
             DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
             DeviceId::Cuda(_) => {
-                let need = {
-                    let state = self.inner.gpu()?;
-                    let descs = ops.descs();
-                    let p = descs.problem();
-                    let math = p.resolve_math(sel.best.map(|b| b.math_type()));
-                    state
-                        .ctx
-                        .workspace_size_with(p, sel.algo, math)?
-                        .unwrap_or(0)
-                };
+                let need = self.workspace_need(&ops.descs(), &sel)?.unwrap_or(0);
                 let ws = if need > 0 {
                     let mut state = self.inner.gpu()?;
                     let grow = state.workspace.as_ref().is_none_or(|w| w.len() < need);
@@ -453,11 +451,7 @@ impl PyHandle {
             descs.problem().validate(sel.kind)?;
             match self.inner.device {
                 DeviceId::Cpu => Ok(None),
-                DeviceId::Cuda(_) => {
-                    let p = descs.problem();
-                    let math = p.resolve_math(sel.best.map(|b| b.math_type()));
-                    self.inner.gpu()?.ctx.workspace_size_with(p, sel.algo, math)
-                }
+                DeviceId::Cuda(_) => self.workspace_need(&descs, &sel),
             }
         })
         .py_err(py)
