@@ -921,6 +921,15 @@ class Handle:
         ``__cuda_stream__`` (e.g. ``torch.cuda.Stream``, CuPy streams). The handle keeps
         the stream's owner alive; work issued before keeps its order (the new stream
         waits, by an event, for the old one)."""
+    def algorithm_cache_size(self) -> int:
+        """Number of problems whose measured algorithms this handle has cached."""
+    def clear_algorithm_cache(self) -> None:
+        """Forgets every cached measurement."""
+    def save_algorithm_cache(self, path: str | os.PathLike[str]) -> None:
+        """Writes the cached measurements to ``path`` (text, one problem per line)."""
+    def load_algorithm_cache(self, path: str | os.PathLike[str]) -> int:
+        """Adds the measurements saved at ``path``; returns how many problems were read.
+        A malformed file adds nothing and raises ``ShapeError``."""
     # BEGIN GENERATED OVERLOADS
     # Generated from the support table in src/convolution/support.rs by
     # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:
@@ -1250,9 +1259,11 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]:
         """Runs the algorithms on these operands and returns them fastest first; `dx` is
-        not modified.
+        not modified. Cached per problem on the handle: a repeat measures nothing
+        (`use_cache=False` measures again).
         """
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1264,6 +1275,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1275,6 +1287,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1286,6 +1299,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1297,6 +1311,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1308,6 +1323,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1319,6 +1335,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1330,6 +1347,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1341,6 +1359,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1352,6 +1371,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1363,6 +1383,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1374,6 +1395,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1385,6 +1407,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1396,6 +1419,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1407,6 +1431,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1418,6 +1443,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1429,6 +1455,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1440,6 +1467,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1451,6 +1479,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1462,6 +1491,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1473,6 +1503,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1484,6 +1515,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1495,6 +1527,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1506,6 +1539,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1517,6 +1551,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1528,6 +1563,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1539,6 +1575,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1550,6 +1587,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1561,6 +1599,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1572,6 +1611,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def find_convolution_backward_data_algorithm(
@@ -1583,6 +1623,7 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
+        use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
     def get_convolution_backward_data_workspace_size(

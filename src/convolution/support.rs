@@ -373,6 +373,7 @@ pub fn render_pyi_overloads() -> String {
         "*",
         "max_workspace_bytes: int | None = None",
         "deterministic: bool = False",
+        "use_cache: bool = True",
     ];
     let mut sigs: Vec<PyiSig> = configs
         .iter()
@@ -393,7 +394,8 @@ pub fn render_pyi_overloads() -> String {
         &mut out,
         "find_convolution_backward_data_algorithm",
         "Runs the algorithms on these operands and returns them fastest first; `dx` is\n\
-         not modified.",
+         not modified. Cached per problem on the handle: a repeat measures nothing\n\
+         (`use_cache=False` measures again).",
         &sigs,
     );
 

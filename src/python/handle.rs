@@ -44,6 +44,8 @@ pub(crate) struct GpuState {
 pub(crate) struct HandleInner {
     pub device: DeviceId,
     gpu: Option<Mutex<GpuState>>,
+    /// Measured algorithms by problem (see `find_cache`).
+    find_cache: super::find_cache::FindCache,
 }
 
 impl HandleInner {
@@ -328,7 +330,11 @@ impl PyHandle {
             }
         };
         let handle = Self {
-            inner: Arc::new(HandleInner { device, gpu }),
+            inner: Arc::new(HandleInner {
+                device,
+                gpu,
+                find_cache: super::find_cache::FindCache::default(),
+            }),
         };
         if let Some(s) = stream.filter(|s| !s.is_none()) {
             handle.set_stream(py, s)?;
@@ -411,7 +417,10 @@ impl PyHandle {
     }
 
     /// Measures the algorithms on these operands, fastest first; `dx` is not modified.
-    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false))]
+    /// The result is cached per problem on the handle: the next call for the same problem
+    /// (shapes, types, formats, convolution, cap, determinism) measures nothing
+    /// (`use_cache=False` measures again and refreshes the entry).
+    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, use_cache = true))]
     fn find_convolution_backward_data_algorithm<'py>(
         &self,
         py: Python<'py>,
@@ -421,16 +430,57 @@ impl PyHandle {
         conv: &Bound<'py, PyConvolutionDescriptor>,
         max_workspace_bytes: Option<usize>,
         deterministic: bool,
+        use_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
         let found = py
-            .detach(|| self.find(&ops, max_workspace_bytes, deterministic))
+            .detach(|| -> Result<Vec<BestHeuristic>> {
+                let key = super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic);
+                if use_cache {
+                    if let Some(found) = self.inner.find_cache.get(&key) {
+                        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                        return Ok(found);
+                    }
+                }
+                let found = self.find(&ops, max_workspace_bytes, deterministic)?;
+                self.inner.find_cache.insert(key, found.clone());
+                Ok(found)
+            })
             .py_err(py)?;
         let items = found
             .into_iter()
             .map(|b| algo_perf(py, b))
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
+    }
+
+    /// Number of problems whose measured algorithms this handle has cached.
+    fn algorithm_cache_size(&self) -> usize {
+        self.inner.find_cache.len()
+    }
+
+    /// Forgets every cached measurement.
+    fn clear_algorithm_cache(&self) {
+        self.inner.find_cache.clear();
+    }
+
+    /// Writes the cached measurements to `path` (text, one problem per line), so that
+    /// another process can load them instead of measuring again.
+    fn save_algorithm_cache(&self, path: std::path::PathBuf) -> PyResult<()> {
+        let text = self.inner.find_cache.to_text();
+        std::fs::write(&path, text).map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err(format!("writing {}: {e}", path.display()))
+        })?;
+        Ok(())
+    }
+
+    /// Adds the measurements saved by `save_algorithm_cache` at `path`; returns how many
+    /// problems were read. A malformed file adds nothing and raises `ShapeError`.
+    fn load_algorithm_cache(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<usize> {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err(format!("reading {}: {e}", path.display()))
+        })?;
+        self.inner.find_cache.load_text(&text).py_err(py)
     }
 
     /// Workspace bytes `algo` needs for these operands; `None` when none.

@@ -6,6 +6,7 @@ mod conv;
 mod dispatch;
 mod dlpack;
 mod errors;
+mod find_cache;
 mod handle;
 mod interop;
 mod markers;

@@ -1,0 +1,182 @@
+//! Per-handle cache of measured algorithms (`find_convolution_backward_data_algorithm`):
+//! the second call for the same problem returns the first one's measurements instead of
+//! measuring again, and the cache can be saved to a file and loaded into another handle.
+//!
+//! File format: one line per problem, `key<TAB>entry;entry;...`, each entry
+//! `algo,time_ms,workspace_bytes,determinism,math_type` with the names used in Python.
+
+use std::sync::Mutex;
+
+use super::dispatch::Descs;
+use crate::convolution::{BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo};
+use crate::determinism::Determinism;
+use crate::error::{Error, Result};
+use crate::math_type::MathType;
+
+/// Everything a measurement depends on, as text (descriptors print their type, format and
+/// shape; the cap and the determinism request narrow the list).
+pub(crate) fn key(descs: &Descs<'_>, max_ws: Option<usize>, deterministic: bool) -> String {
+    let c = descs.conv;
+    let p = c.params();
+    format!(
+        "{} | {} | {} | pad {:?} stride {:?} dil {:?} groups {} {} | comp {} math {} | max_ws {} | det {}",
+        descs.w,
+        descs.dy,
+        descs.dx,
+        p.padding,
+        p.stride,
+        p.dilation,
+        p.groups,
+        p.mode.name(),
+        c.comp(),
+        c.math_type().name(),
+        max_ws.map_or_else(|| "none".to_string(), |v| v.to_string()),
+        deterministic
+    )
+}
+
+#[derive(Default)]
+pub(crate) struct FindCache {
+    entries: Mutex<Vec<(String, Vec<BestHeuristic>)>>,
+}
+
+impl FindCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<BestHeuristic>)>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<Vec<BestHeuristic>> {
+        self.lock()
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    pub(crate) fn insert(&self, key: String, found: Vec<BestHeuristic>) {
+        let mut entries = self.lock();
+        entries.retain(|(k, _)| *k != key);
+        entries.push((key, found));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// The cache as text (see the module documentation).
+    pub(crate) fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (k, found) in self.lock().iter() {
+            let entries: Vec<String> = found
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{},{},{},{},{}",
+                        b.algo().name(),
+                        b.time(),
+                        b.workspace_size(),
+                        b.determinism().name(),
+                        b.math_type().name()
+                    )
+                })
+                .collect();
+            out.push_str(k);
+            out.push('\t');
+            out.push_str(&entries.join(";"));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Adds the entries of a text made by [`FindCache::to_text`]; returns how many
+    /// problems were read. Nothing is added when any line is malformed.
+    pub(crate) fn load_text(&self, text: &str) -> Result<usize> {
+        let mut parsed = Vec::new();
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let bad = |why: &str| {
+                Error::InvalidArgument(format!("algorithm cache line {}: {why}", n + 1))
+            };
+            let (key, rest) = line
+                .split_once('\t')
+                .ok_or_else(|| bad("no tab after the key"))?;
+            let mut found = Vec::new();
+            for entry in rest.split(';').filter(|e| !e.is_empty()) {
+                let f: Vec<&str> = entry.split(',').collect();
+                let [algo, time, ws, det, math] = f.as_slice() else {
+                    return Err(bad("an entry needs 5 fields"));
+                };
+                let algo = BwdDataAlgo::ALL
+                    .into_iter()
+                    .find(|a| a.name() == *algo)
+                    .ok_or_else(|| bad("unknown algorithm"))?;
+                let time: f32 = time.parse().map_err(|_| bad("bad time"))?;
+                let ws: usize = ws.parse().map_err(|_| bad("bad workspace size"))?;
+                let det = [Determinism::Deterministic, Determinism::NonDeterministic]
+                    .into_iter()
+                    .find(|d| d.name() == *det)
+                    .ok_or_else(|| bad("unknown determinism"))?;
+                let math = MathType::ALL
+                    .into_iter()
+                    .find(|m| m.name() == *math)
+                    .ok_or_else(|| bad("unknown math type"))?;
+                found.push(BestHeuristic::new(algo, time, ws, det, math));
+            }
+            parsed.push((key.to_string(), found));
+        }
+        let n = parsed.len();
+        for (k, v) in parsed {
+            self.insert(k, v);
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_round_trips_and_malformed_text_adds_nothing() {
+        let cache = FindCache::default();
+        let found = vec![
+            BestHeuristic::new(
+                BwdDataAlgo::Algo1,
+                0.25,
+                0,
+                Determinism::Deterministic,
+                MathType::Fma,
+            ),
+            BestHeuristic::new(
+                BwdDataAlgo::Fft,
+                0.5,
+                4096,
+                Determinism::NonDeterministic,
+                MathType::TensorOp,
+            ),
+        ];
+        cache.insert("problem A".into(), found.clone());
+        let text = cache.to_text();
+        let other = FindCache::default();
+        assert_eq!(other.load_text(&text).unwrap(), 1);
+        assert_eq!(other.get("problem A").unwrap(), found);
+        assert!(other.get("problem B").is_none());
+        let broken = FindCache::default();
+        assert!(broken
+            .load_text("k\tDataAlgo1,1.0,0,Deterministic")
+            .is_err());
+        assert!(broken
+            .load_text("k\tNoSuchAlgo,1.0,0,Deterministic,Fma")
+            .is_err());
+        assert!(broken.load_text("no tab here").is_err());
+        assert_eq!(broken.len(), 0);
+    }
+}

@@ -1,0 +1,73 @@
+"""The per-handle cache of measured algorithms: a repeat measures nothing, and the cache
+survives a save/load into another handle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cudnn_rs as cd
+
+
+def operands(h: cd.Handle, rng: np.random.Generator, k: int = 8):
+    w = cd.Filter.from_numpy(h, rng.standard_normal((k, 4, 3, 3)).astype(np.float32))
+    dy = cd.Tensor.from_numpy(h, rng.standard_normal((2, k, 9, 9)).astype(np.float32))
+    dx = cd.Tensor.zeros(h, (2, 4, 9, 9))
+    return w, dy, dx, cd.ConvolutionDescriptor((1, 1))
+
+
+def signature(perfs: list[cd.AlgoPerf]) -> list[tuple[str, float, int]]:
+    return [(p.algo.name, p.time, p.workspace_size) for p in perfs]
+
+
+def test_a_repeat_returns_the_cached_measurement(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    w, dy, dx, conv = operands(cpu, rng)
+    assert cpu.algorithm_cache_size() == 0
+    first = cpu.find_convolution_backward_data_algorithm(w, dy, dx, conv)
+    assert cpu.algorithm_cache_size() == 1
+    again = cpu.find_convolution_backward_data_algorithm(w, dy, dx, conv)
+    # A new measurement would time the run afresh; the cached one repeats it exactly.
+    assert signature(again) == signature(first)
+    remeasured = cpu.find_convolution_backward_data_algorithm(
+        w, dy, dx, conv, use_cache=False
+    )
+    assert [p.algo.name for p in remeasured] == [p.algo.name for p in first]
+    assert cpu.algorithm_cache_size() == 1
+    # Another problem (more filter maps) is another entry.
+    w2, dy2, dx2, _ = operands(cpu, rng, k=16)
+    cpu.find_convolution_backward_data_algorithm(w2, dy2, dx2, conv)
+    assert cpu.algorithm_cache_size() == 2
+    cpu.clear_algorithm_cache()
+    assert cpu.algorithm_cache_size() == 0
+
+
+def test_cache_saved_and_loaded_into_another_handle(
+    cpu: cd.Handle, rng: np.random.Generator, tmp_path: Path
+) -> None:
+    w, dy, dx, conv = operands(cpu, rng)
+    first = cpu.find_convolution_backward_data_algorithm(w, dy, dx, conv)
+    path = tmp_path / "algos.txt"
+    cpu.save_algorithm_cache(path)
+    other = cd.Handle(device="cpu")
+    assert other.load_algorithm_cache(str(path)) == 1
+    assert other.algorithm_cache_size() == 1
+    w2, dy2, dx2, conv2 = operands(other, rng)  # same problem, other tensors
+    loaded = other.find_convolution_backward_data_algorithm(w2, dy2, dx2, conv2)
+    assert signature(loaded) == signature(first)
+    best = loaded[0]
+    other.convolution_backward_data(1.0, w2, dy2, conv2, best, None, 0.0, dx2)
+    assert np.isfinite(dx2.to_numpy()).all()
+
+
+def test_malformed_cache_file_adds_nothing(cpu: cd.Handle, tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text("some key\tDataAlgo1,1.0,0,Deterministic\n")
+    with pytest.raises(cd.ShapeError, match="line 1"):
+        cpu.load_algorithm_cache(path)
+    assert cpu.algorithm_cache_size() == 0
+    with pytest.raises(OSError):
+        cpu.load_algorithm_cache(tmp_path / "missing.txt")
