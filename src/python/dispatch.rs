@@ -8,7 +8,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::markers::SelectedAlgo;
 use crate::context::{CudnnContext, RawProblem};
-use crate::convolution::support::{self, with_bwd_data_support_table, SupportConfig};
+use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
     AlgoKind, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0, DataAlgo1,
@@ -161,10 +161,12 @@ where
     )
 }
 
+/// Why no arm matched: a rank that does not fit the descriptor (a shape error), else the
+/// support table's refusal with its nearest rows.
 fn unsupported(descs: &Descs<'_>, kind: AlgoKind) -> Error {
-    match support::check(&descs.problem().row(kind)) {
-        Err(u) => Error::Unsupported(u),
-        Ok(()) => Error::InvalidArgument(format!(
+    match descs.problem().validate(kind) {
+        Err(e) => e,
+        Ok(_) => Error::InvalidArgument(format!(
             "{} has no run-time dispatch arm (support table and dispatch disagree)",
             kind.name()
         )),
@@ -261,7 +263,7 @@ mod tests {
     fn every_table_row_has_a_dispatch_arm() {
         // A CPU call with mismatched shapes reaches the typed arm, which then reports the
         // shape error: an "no dispatch arm" error would mean table and dispatch disagree.
-        for row in support::support_rows() {
+        for row in crate::convolution::support::support_rows() {
             let shape = |n: usize| vec![1usize; n];
             let w = Arc::new(
                 RawDescriptor::new(

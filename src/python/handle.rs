@@ -171,8 +171,9 @@ impl PyHandle {
             return Err(Error::Shape("dx and dy must be different tensors".into()));
         }
         let descs = ops.descs();
-        // Support table and shapes before any memory is touched.
-        descs.problem().validate(sel.kind)?;
+        // Ranks, support table and shapes are checked once, by the typed call the
+        // dispatch reaches (or by the dispatch when no row matches), before cuDNN or the
+        // CPU device touch any memory.
         match self.inner.device {
             DeviceId::Cpu => {
                 let (w, dy) = (ops.w.read(), ops.dy.read());
