@@ -4,7 +4,11 @@
 //! Configurations outside the support table are run too (bypassing it through
 //! `probe_backward_data`), so the table can be both pruned and extended from the result.
 //!
-//! Usage: `gpu_sweep OUT.csv` (on the GPU machine; `bench/gpu_run.sh` runs it).
+//! The graph API is swept as `Engine` (its heuristic's engine, as `BestEngine` runs it).
+//!
+//! Usage: `gpu_sweep OUT.csv` (on the GPU machine; `bench/gpu_run.sh` runs it). With
+//! `CUDNN_RS_SWEEP=engine` only the graph API is swept, with `legacy` only the six
+//! algorithms.
 //! Writes one CSV row per (configuration, shape) and prints a per-configuration summary.
 
 use std::fmt::Write as _;
@@ -13,7 +17,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream};
 use cudnn_rs::context::{RawPointers, RawProblem};
 use cudnn_rs::convolution::support::{is_supported, SupportRow};
-use cudnn_rs::convolution::{BwdDataAlgo, BwdDataGeometry, ConvParams, RawConvolutionDescriptor};
+use cudnn_rs::convolution::{
+    AlgoKind, BwdDataAlgo, BwdDataGeometry, ConvParams, RawConvolutionDescriptor, Route,
+};
 use cudnn_rs::reference::{convolution_backward_data as reference, RefElement};
 use cudnn_rs::tensor::layout::{to_logical, to_physical};
 use cudnn_rs::tensor::{RawDescriptor, Role};
@@ -88,7 +94,7 @@ fn tolerance(d: DType, comp: DType) -> f64 {
 }
 
 struct Config {
-    algo: BwdDataAlgo,
+    route: Route,
     dtype: DType,
     comp: DType,
     formats: [Format; 3],
@@ -98,7 +104,10 @@ struct Config {
 impl Config {
     fn row(&self) -> SupportRow {
         SupportRow {
-            algo: self.algo.kind(),
+            algo: match self.route {
+                Route::Legacy(a) => a.kind(),
+                Route::Engine(_) => AlgoKind::Engine,
+            },
             filter: (self.dtype, self.formats[0]),
             dy: (self.dtype, self.formats[1]),
             comp: self.comp,
@@ -185,7 +194,8 @@ fn run_case<T: RefElement + bytemuck::Pod>(
     let dy_g = upload_bytes(&stream, &to_physical(&dy_h, &dy_shape, cfg.formats[1])?)?;
     let poison = vec![T::round_from_f64(f64::NAN); ndx];
     let dx_g = upload_bytes(&stream, &poison)?;
-    let ws_size = ctx.workspace_size_raw(p, cfg.algo)?.unwrap_or(0);
+    let math = p.conv.effective_math_type(cfg.dtype);
+    let ws_size = ctx.workspace_size_with(p, cfg.route, math)?.unwrap_or(0);
     let ws = cudnn_rs::context::alloc_bytes(&stream, ws_size.max(1))?;
     let ptr = |s: &CudaSlice<u8>| {
         let (p, _g) = cudarc::driver::DevicePtr::device_ptr(s, &stream);
@@ -199,7 +209,7 @@ fn run_case<T: RefElement + bytemuck::Pod>(
     };
     // SAFETY: every buffer was allocated above for its descriptor's byte size and lives
     // until the copy back below, which synchronises the stream.
-    unsafe { ctx.probe_backward_data(1.0, p, cfg.algo, ptrs, 0.0)? };
+    unsafe { ctx.probe_backward_data(1.0, p, cfg.route, ptrs, 0.0)? };
     let got_bytes = stream.clone_dtoh(&dx_g)?;
     stream.synchronize()?;
     let got_phys: Vec<T> = bytemuck::cast_slice::<u8, T>(&got_bytes).to_vec();
@@ -255,6 +265,13 @@ fn main() {
     let mut summary = String::new();
     let fmts = [Format::Nchw, Format::Nhwc];
     let mut wrong = 0usize;
+    let which = std::env::var("CUDNN_RS_SWEEP").unwrap_or_default();
+    let routes: Vec<Route> = BwdDataAlgo::ALL
+        .into_iter()
+        .map(Route::Legacy)
+        .filter(|_| which != "engine")
+        .chain((which != "legacy").then_some(Route::Engine(None)))
+        .collect();
     for dims in [2usize, 3] {
         for (dtype, comps) in [
             (DType::F32, vec![DType::F32]),
@@ -266,15 +283,16 @@ fn main() {
                 for &wf in &fmts {
                     for &yf in &fmts {
                         for &xf in &fmts {
-                            for algo in BwdDataAlgo::ALL {
+                            for &route in &routes {
                                 let cfg = Config {
-                                    algo,
+                                    route,
                                     dtype,
                                     comp,
                                     formats: [wf, yf, xf],
                                     dims,
                                 };
                                 let row = cfg.row();
+                                let algo = row.algo;
                                 let in_table = is_supported(&row);
                                 let (mut ok, mut refused, mut bad) = (0, 0, 0);
                                 for shape in SHAPES {

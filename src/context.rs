@@ -9,10 +9,12 @@ use cudarc::driver::{sys::CUdeviceptr, CudaContext, CudaSlice, CudaStream};
 use crate::convolution::support::{self, SupportRow};
 use crate::convolution::{
     BestHeuristic, BwdDataAlgo, BwdDataGeometry, ConvolutionBwdDataAlgo, ConvolutionDescriptor,
-    Filter, FilterDescriptor, RawConvolutionDescriptor, SupportedConvBwdData,
+    Engine, EngineConfig, Filter, FilterDescriptor, RawConvolutionDescriptor, Route,
+    SupportedConvBwdData,
 };
 use crate::data_type::{DataType, Scaling};
 use crate::determinism::Determinism;
+use crate::engine::{self, OpGraph, Plan};
 use crate::error::{CudnnError, Error, Result};
 use crate::library::{self, CudnnLibrary};
 use crate::math_type::MathType;
@@ -129,6 +131,45 @@ pub struct CudnnContext {
     workspace_sizes: std::cell::RefCell<Vec<(ProblemKey, Option<usize>)>>,
     /// Repeated calls captured as CUDA graphs (see `graph_cache`).
     graphs: std::cell::RefCell<crate::graph_cache::GraphCache<ProblemKey>>,
+    /// Graph-API operation graphs, plans and `BestEngine` choices (see `engine`).
+    engines: std::cell::RefCell<EngineCache>,
+}
+
+/// An operation graph is fixed by the problem, the scaling factors and the alignment the
+/// addresses have.
+#[derive(Clone, PartialEq, Eq)]
+struct GraphKey {
+    problem: ProblemKey,
+    scalars: (u64, u64),
+    align: i64,
+}
+
+impl GraphKey {
+    fn new(p: &RawProblem<'_>, alpha: f64, beta: f64, align: i64) -> Self {
+        Self {
+            problem: ProblemKey::new(p, Route::Engine(None), MathType::Default),
+            scalars: (alpha.to_bits(), beta.to_bits()),
+            align,
+        }
+    }
+}
+
+const ENGINE_CACHE_ENTRIES: usize = 64;
+
+/// What the graph-API path keeps per context, each list bounded (oldest out first).
+#[derive(Default)]
+struct EngineCache {
+    graphs: Vec<(GraphKey, std::rc::Rc<OpGraph>)>,
+    plans: Vec<((GraphKey, EngineConfig), std::rc::Rc<Plan>)>,
+    /// `BestEngine`'s choice per problem and math type.
+    choices: Vec<(ProblemKey, EngineConfig)>,
+}
+
+fn bounded_push<T>(list: &mut Vec<T>, item: T) {
+    if list.len() >= ENGINE_CACHE_ENTRIES {
+        list.remove(0);
+    }
+    list.push(item);
 }
 
 /// Everything a workspace size depends on, by value (descriptors may be dropped and
@@ -139,16 +180,16 @@ pub(crate) struct ProblemKey {
     params: crate::convolution::ConvParams,
     comp: crate::data_type::DType,
     math: MathType,
-    algo: BwdDataAlgo,
+    route: Route,
 }
 
 impl ProblemKey {
-    fn matches(&self, p: &RawProblem<'_>, algo: BwdDataAlgo, math: MathType) -> bool {
+    fn matches(&self, p: &RawProblem<'_>, route: Route, math: MathType) -> bool {
         let same = |k: &(crate::data_type::DType, crate::tensor::Format, Vec<usize>),
                     d: &RawDescriptor| {
             k.0 == d.dtype() && k.1 == d.format() && k.2 == d.shape()
         };
-        self.algo == algo
+        self.route == route
             && same(&self.operands[0], p.w)
             && same(&self.operands[1], p.dy)
             && same(&self.operands[2], p.dx)
@@ -157,14 +198,14 @@ impl ProblemKey {
             && &self.params == p.conv.params()
     }
 
-    fn new(p: &RawProblem<'_>, algo: BwdDataAlgo, math: MathType) -> Self {
+    fn new(p: &RawProblem<'_>, route: Route, math: MathType) -> Self {
         let op = |d: &RawDescriptor| (d.dtype(), d.format(), d.shape().to_vec());
         Self {
             operands: [op(p.w), op(p.dy), op(p.dx)],
             params: p.conv.params().clone(),
             comp: p.conv.comp(),
             math,
-            algo,
+            route,
         }
     }
 }
@@ -172,7 +213,8 @@ impl ProblemKey {
 const WORKSPACE_CACHE_ENTRIES: usize = 32;
 
 // SAFETY: cuDNN handles may move between threads; `CudnnContext` is not `Sync`, so no two
-// threads use the handle at once.
+// threads use the handle at once. The `Rc`s of the engine cache never leave the context
+// (a call clones one only for its own duration), so they move with it as a whole.
 unsafe impl Send for CudnnContext {}
 
 /// cuDNN handles given back by dropped contexts, for the next context on the same CUDA
@@ -264,6 +306,7 @@ impl CudnnContext {
             stream,
             workspace_sizes: std::cell::RefCell::new(Vec::new()),
             graphs: std::cell::RefCell::new(crate::graph_cache::GraphCache::new()),
+            engines: std::cell::RefCell::new(EngineCache::default()),
         };
         this.apply_stream()?;
         Ok(this)
@@ -415,31 +458,280 @@ impl CudnnContext {
         p: RawProblem<'_>,
         algo: BwdDataAlgo,
     ) -> Result<Option<usize>> {
-        self.workspace_size_with(p, algo, p.conv.effective_math_type(p.dx.dtype()))
+        self.workspace_size_with(
+            p,
+            Route::Legacy(algo),
+            p.conv.effective_math_type(p.dx.dtype()),
+        )
     }
 
-    /// Workspace bytes for `algo` run with math type `math`.
+    /// Workspace bytes for `route` run with math type `math`. For the graph API this is
+    /// the plan for alpha = 1, beta = 0 and 16-byte aligned addresses, the common call.
     pub fn workspace_size_with(
         &self,
         p: RawProblem<'_>,
-        algo: BwdDataAlgo,
+        route: Route,
         math: MathType,
     ) -> Result<Option<usize>> {
         if let Some((_, size)) = self
             .workspace_sizes
             .borrow()
             .iter()
-            .find(|(k, _)| k.matches(&p, algo, math))
+            .find(|(k, _)| k.matches(&p, route, math))
         {
             return Ok(*size);
         }
-        let size = self.query_workspace_size(p, algo, math)?;
+        let size = match route {
+            Route::Legacy(algo) => self.query_workspace_size(p, algo, math)?,
+            Route::Engine(choice) => {
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                (plan.workspace > 0).then_some(plan.workspace)
+            }
+        };
         let mut cache = self.workspace_sizes.borrow_mut();
         if cache.len() >= WORKSPACE_CACHE_ENTRIES {
             cache.remove(0);
         }
-        cache.push((ProblemKey::new(&p, algo, math), size));
+        cache.push((ProblemKey::new(&p, route, math), size));
         Ok(size)
+    }
+
+    // ---- the graph-API path (see `engine`).
+
+    fn engine_graph(
+        &self,
+        p: &RawProblem<'_>,
+        alpha: f64,
+        beta: f64,
+        align: i64,
+    ) -> Result<(GraphKey, std::rc::Rc<OpGraph>)> {
+        let key = GraphKey::new(p, alpha, beta, align);
+        if let Some((_, g)) = self.engines.borrow().graphs.iter().find(|(k, _)| *k == key) {
+            return Ok((key, std::rc::Rc::clone(g)));
+        }
+        self.bind()?;
+        let graph = std::rc::Rc::new(engine::build_graph(
+            self.lib,
+            self.handle.0,
+            p,
+            alpha,
+            beta,
+            align,
+        )?);
+        bounded_push(
+            &mut self.engines.borrow_mut().graphs,
+            (key.clone(), std::rc::Rc::clone(&graph)),
+        );
+        Ok((key, graph))
+    }
+
+    /// The plan of `config` for a graph, built once; `None` when `accept` refuses the
+    /// engine's notes.
+    fn engine_config_plan(
+        &self,
+        key: &GraphKey,
+        graph: &OpGraph,
+        config: EngineConfig,
+        accept: impl Fn(&engine::Notes) -> bool,
+    ) -> Result<Option<std::rc::Rc<Plan>>> {
+        if let Some((_, plan)) = self
+            .engines
+            .borrow()
+            .plans
+            .iter()
+            .find(|((k, c), _)| *c == config && k == key)
+        {
+            return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
+        }
+        let Some(plan) = engine::build_plan(self.lib, self.handle.0, graph, config, accept)? else {
+            return Ok(None);
+        };
+        let plan = std::rc::Rc::new(plan);
+        bounded_push(
+            &mut self.engines.borrow_mut().plans,
+            ((key.clone(), config), std::rc::Rc::clone(&plan)),
+        );
+        Ok(Some(plan))
+    }
+
+    /// The heuristic's engines for the graph that build and fit `math` (and
+    /// `deterministic_only`), best first; at most `limit`.
+    fn engine_candidates(
+        &self,
+        p: &RawProblem<'_>,
+        key: &GraphKey,
+        graph: &OpGraph,
+        math: MathType,
+        deterministic_only: bool,
+        limit: usize,
+    ) -> Result<Vec<std::rc::Rc<Plan>>> {
+        let comp = p.conv.comp();
+        let accept =
+            |n: &engine::Notes| n.fit(math, comp) && !(deterministic_only && n.nondeterministic);
+        let mut out = Vec::new();
+        for config in engine::candidates(self.lib, graph)? {
+            if out.len() >= limit {
+                break;
+            }
+            // An engine the heuristic lists may still refuse to build: skip it.
+            if let Ok(Some(plan)) = self.engine_config_plan(key, graph, config, accept) {
+                out.push(plan);
+            }
+        }
+        Ok(out)
+    }
+
+    fn no_engine(&self, p: &RawProblem<'_>, deterministic_only: bool) -> Error {
+        Error::cudnn(
+            CudnnError::NotSupported,
+            format!(
+                "cuDNN {}.{}.{} offers no {}graph-API engine for {} with math type {}",
+                self.version().0,
+                self.version().1,
+                self.version().2,
+                if deterministic_only {
+                    "deterministic "
+                } else {
+                    ""
+                },
+                p.describe(),
+                p.conv.math_type().name()
+            ),
+        )
+    }
+
+    /// The plan a call with these scalars and alignment runs: `config`, or `BestEngine`'s
+    /// choice (made once per problem and math type, for alpha = 1, beta = 0 and aligned
+    /// addresses, and kept; another graph rebuilds the same engine, or chooses again when
+    /// that engine refuses it).
+    fn engine_plan(
+        &self,
+        p: &RawProblem<'_>,
+        config: Option<EngineConfig>,
+        math: MathType,
+        alpha: f64,
+        beta: f64,
+        align: i64,
+    ) -> Result<std::rc::Rc<Plan>> {
+        let (key, graph) = self.engine_graph(p, alpha, beta, align)?;
+        if let Some(config) = config {
+            return self
+                .engine_config_plan(&key, &graph, config, |_| true)?
+                .ok_or_else(|| self.no_engine(p, false));
+        }
+        let choice_key = ProblemKey::new(p, Route::Engine(None), math);
+        let chosen = self
+            .engines
+            .borrow()
+            .choices
+            .iter()
+            .find(|(k, _)| *k == choice_key)
+            .map(|(_, c)| *c);
+        let chosen = if let Some(c) = chosen {
+            c
+        } else {
+            let (ckey, cgraph) = self.engine_graph(p, 1.0, 0.0, 16)?;
+            let best = self
+                .engine_candidates(p, &ckey, &cgraph, math, false, 1)?
+                .first()
+                .map(|plan| plan.config)
+                .ok_or_else(|| self.no_engine(p, false))?;
+            bounded_push(&mut self.engines.borrow_mut().choices, (choice_key, best));
+            best
+        };
+        if let Ok(Some(plan)) = self.engine_config_plan(&key, &graph, chosen, |_| true) {
+            return Ok(plan);
+        }
+        self.engine_candidates(p, &key, &graph, math, false, 1)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.no_engine(p, false))
+    }
+
+    /// The graph-API heuristic's first engine for the problem that fits the descriptor's
+    /// math type (and, with `deterministic_only`, is deterministic): what `BestEngine`
+    /// runs when not asked for determinism.
+    pub fn get_engine_raw(&self, p: RawProblem<'_>, deterministic_only: bool) -> Result<Engine> {
+        p.validate(crate::convolution::AlgoKind::Engine)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let (key, graph) = self.engine_graph(&p, 1.0, 0.0, 16)?;
+        self.engine_candidates(&p, &key, &graph, math, deterministic_only, 1)?
+            .first()
+            .map(|plan| plan.engine())
+            .ok_or_else(|| self.no_engine(&p, deterministic_only))
+    }
+
+    /// Autotune: builds the graph-API heuristic's engines for the problem (those that fit
+    /// the descriptor's math type, `deterministic_only` and `max_workspace`; at most
+    /// `limit`) and times each on the given inputs (one warm-up run, then the best of
+    /// three), writing into a scratch `dx`. Fastest first.
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    pub unsafe fn find_engines_raw(
+        &self,
+        p: RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+        max_workspace: Option<usize>,
+        deterministic_only: bool,
+        limit: usize,
+    ) -> Result<Vec<Engine>> {
+        p.validate(crate::convolution::AlgoKind::Engine)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let mut scratch_dx: CudaSlice<u8> = alloc_bytes(&self.stream, p.dx.nbytes().max(1))?;
+        let (dx, _gdx) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
+        let align = engine::alignment(&RawPointers {
+            w,
+            dy,
+            dx,
+            workspace: (0, 0),
+        });
+        let (key, graph) = self.engine_graph(&p, 1.0, 0.0, align)?;
+        let mut plans =
+            self.engine_candidates(&p, &key, &graph, math, deterministic_only, limit)?;
+        plans.retain(|plan| max_workspace.is_none_or(|cap| plan.workspace <= cap));
+        if plans.is_empty() {
+            return Err(self.no_engine(&p, deterministic_only));
+        }
+        let ws_bytes = plans.iter().map(|plan| plan.workspace).max().unwrap_or(0);
+        let mut workspace: CudaSlice<u8> = alloc_bytes(&self.stream, ws_bytes.max(1))?;
+        let (ws, _gws) = GpuBufferMut::device_ptr_mut(&mut workspace, &self.stream);
+        let ptrs = RawPointers {
+            w,
+            dy,
+            dx,
+            workspace: (ws, ws_bytes),
+        };
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
+        let mut found = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let mut best = f32::INFINITY;
+            for run in 0..4 {
+                start.record(&self.stream)?;
+                // SAFETY: w and dy per the caller; dx and the workspace were allocated
+                // above with the sizes the graph and the largest plan need.
+                let code = unsafe { engine::execute(self.lib, self.handle.0, plan, &ptrs)? };
+                end.record(&self.stream)?;
+                if code != 0 {
+                    best = f32::INFINITY;
+                    break;
+                }
+                end.synchronize()?;
+                if run > 0 {
+                    best = best.min(start.elapsed_ms(&end)?);
+                }
+            }
+            if best.is_finite() {
+                found.push(plan.engine().with_time(best));
+            }
+        }
+        found.sort_by(|a, b| a.time().total_cmp(&b.time()));
+        if found.is_empty() {
+            return Err(self.no_engine(&p, deterministic_only));
+        }
+        Ok(found)
     }
 
     fn query_workspace_size(
@@ -507,22 +799,28 @@ impl CudnnContext {
         alpha: f64,
         p: RawProblem<'_>,
         kind: crate::convolution::AlgoKind,
-        algo: BwdDataAlgo,
+        route: Route,
         math: Option<MathType>,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
+        use crate::convolution::AlgoKind;
         p.validate(kind)?;
-        if kind != crate::convolution::AlgoKind::BestHeuristic && kind.fixed() != Some(algo) {
+        let consistent = match route {
+            Route::Legacy(algo) => kind == AlgoKind::BestHeuristic || kind.fixed() == Some(algo),
+            Route::Engine(None) => kind == AlgoKind::BestEngine,
+            Route::Engine(Some(_)) => kind == AlgoKind::Engine,
+        };
+        if !consistent {
             return Err(Error::InvalidArgument(format!(
-                "algorithm {} does not match {}",
-                algo.name(),
+                "{} does not match {}",
+                route.describe(),
                 kind.name()
             )));
         }
         let math = p.resolve_math(math);
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.execute(alpha, p, algo, math, ptrs, beta) }
+        unsafe { self.execute(alpha, p, route, math, ptrs, beta) }
     }
 
     /// Runs `algo` on any configuration cuDNN accepts, bypassing the support table (shapes
@@ -535,14 +833,14 @@ impl CudnnContext {
         &self,
         alpha: f64,
         p: RawProblem<'_>,
-        algo: BwdDataAlgo,
+        route: Route,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
         p.geometry()?;
         let math = p.conv.effective_math_type(p.dx.dtype());
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.execute(alpha, p, algo, math, ptrs, beta) }
+        unsafe { self.execute(alpha, p, route, math, ptrs, beta) }
     }
 
     /// # Safety
@@ -551,12 +849,19 @@ impl CudnnContext {
         &self,
         alpha: f64,
         p: RawProblem<'_>,
-        algo: BwdDataAlgo,
+        route: Route,
         math: MathType,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
-        let need = self.workspace_size_with(p, algo, math)?.unwrap_or(0);
+        let algo = match route {
+            Route::Legacy(algo) => algo,
+            Route::Engine(config) => {
+                // SAFETY: forwarded from this function's contract.
+                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+            }
+        };
+        let need = self.workspace_size_with(p, route, math)?.unwrap_or(0);
         if need > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(
                 "{} needs a workspace of {need} bytes for this problem, got {}",
@@ -596,7 +901,7 @@ impl CudnnContext {
             }
         };
         if crate::graph_cache::enabled()
-            && self.replay_or_capture(&p, algo, math, &ptrs, alpha, beta, &call)?
+            && self.replay_or_capture(&p, route, math, &ptrs, alpha, beta, &call)?
         {
             return Ok(());
         }
@@ -604,12 +909,55 @@ impl CudnnContext {
         self.check_run(status, &p, algo, "running backward data")
     }
 
+    /// The graph-API half of [`Self::execute`].
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`]; the problem has been validated.
+    unsafe fn execute_engine(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        config: Option<EngineConfig>,
+        math: MathType,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        let plan = self.engine_plan(&p, config, math, alpha, beta, engine::alignment(&ptrs))?;
+        if plan.workspace > ptrs.workspace.1 {
+            return Err(Error::InvalidArgument(format!(
+                "graph-API {} needs a workspace of {} bytes for this problem, got {}",
+                plan.config, plan.workspace, ptrs.workspace.1
+            )));
+        }
+        self.bind()?;
+        let (lib, handle) = (self.lib, self.handle.0);
+        let call = || {
+            // SAFETY: the plan was built for this problem, scalars and alignment; the
+            // memory is this function's contract.
+            unsafe { engine::execute(lib, handle, &plan, &ptrs) }
+                .unwrap_or(CudnnError::InternalError.code())
+        };
+        let route = Route::Engine(Some(plan.config));
+        if crate::graph_cache::enabled()
+            && self.replay_or_capture(&p, route, math, &ptrs, alpha, beta, &call)?
+        {
+            return Ok(());
+        }
+        match CudnnError::from_code(call()) {
+            None => Ok(()),
+            Some(e) => Err(Error::cudnn(
+                e,
+                format!("running graph-API {} for {}", plan.config, p.describe()),
+            )),
+        }
+    }
+
     /// Runs a repeated call as a CUDA graph: `Ok(true)` when the work was enqueued that
     /// way, `Ok(false)` when the caller should call cuDNN directly.
     fn replay_or_capture(
         &self,
         p: &RawProblem<'_>,
-        algo: BwdDataAlgo,
+        route: Route,
         math: MathType,
         ptrs: &RawPointers,
         alpha: f64,
@@ -619,8 +967,8 @@ impl CudnnContext {
         use crate::graph_cache::{capture, launch, Plan};
         let stream = self.stream.cu_stream().cast::<c_void>();
         let plan = self.graphs.borrow_mut().plan(
-            |k| k.matches(p, algo, math),
-            || ProblemKey::new(p, algo, math),
+            |k| k.matches(p, route, math),
+            || ProblemKey::new(p, route, math),
             ptrs,
             alpha,
             beta,
@@ -820,6 +1168,105 @@ impl CudnnContext {
         }
     }
 
+    /// The graph-API heuristic's engine for the problem (what [`crate::BestEngine`] runs),
+    /// optionally deterministic only. Not in the original crate.
+    pub fn get_convolution_backward_data_engine<
+        T1,
+        F1,
+        T2,
+        F2,
+        CompType,
+        T3,
+        F3,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w_desc: &FilterDescriptor<T1, F1, D>,
+        dy_desc: &TensorDescriptor<T2, F2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        determinism: Option<Determinism>,
+    ) -> Result<Engine>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        Engine: SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        let p = RawProblem {
+            w: w_desc.raw(),
+            dy: dy_desc.raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        self.get_engine_raw(p, determinism == Some(Determinism::Deterministic))
+    }
+
+    /// Autotunes the graph-API engines on the given filter and `dy`: up to `limit` of the
+    /// heuristic's engines, each timed, fastest first (see [`Self::find_engines_raw`]).
+    /// Not in the original crate.
+    #[allow(clippy::too_many_arguments)]
+    pub fn find_convolution_backward_data_engine<
+        T1,
+        F1,
+        V1,
+        T2,
+        F2,
+        V2,
+        CompType,
+        T3,
+        F3,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w: &Filter<T1, F1, V1, D>,
+        dy: &Tensor<T2, F2, V2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+        max_workspace: Option<usize>,
+        determinism: Option<Determinism>,
+        limit: usize,
+    ) -> Result<Vec<Engine>>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        V1: GpuBuffer<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        V2: GpuBuffer<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        Engine: SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        let p = RawProblem {
+            w: w.descriptor().raw(),
+            dy: dy.descriptor().raw(),
+            dx: dx_desc.raw(),
+            conv: conv_desc.raw(),
+        };
+        let (w_ptr, _gw) = w.data().device_ptr(&self.stream);
+        let (dy_ptr, _gdy) = dy.data().device_ptr(&self.stream);
+        // SAFETY: `Filter`/`Tensor` checked that their memory holds the described
+        // element counts; the guards keep it borrowed until the call returns.
+        unsafe {
+            self.find_engines_raw(
+                p,
+                w_ptr,
+                dy_ptr,
+                max_workspace,
+                determinism == Some(Determinism::Deterministic),
+                limit,
+            )
+        }
+    }
+
     /// Workspace bytes `algo` needs; `None` when it needs none.
     pub fn get_convolution_backward_data_workspace_size<
         T1,
@@ -857,7 +1304,7 @@ impl CudnnContext {
             conv: conv_desc.raw(),
         };
         p.geometry()?;
-        self.workspace_size_with(p, algo.algo(), p.resolve_math(algo.math_type()))
+        self.workspace_size_with(p, algo.route(), p.resolve_math(algo.math_type()))
     }
 
     /// `dx = alpha * dgrad(w, dy) + beta * dx`, as the original: a `None` workspace passes a
@@ -936,7 +1383,7 @@ impl CudnnContext {
                 alpha.to_f64(),
                 p,
                 algo.kind(),
-                algo.algo(),
+                algo.route(),
                 algo.math_type(),
                 ptrs,
                 beta.to_f64(),

@@ -11,6 +11,7 @@ pub mod context;
 pub mod convolution;
 pub mod data_type;
 pub mod determinism;
+pub mod engine;
 pub mod error;
 pub mod library;
 pub mod math_type;
@@ -27,9 +28,9 @@ mod python;
 
 pub use context::CudnnContext;
 pub use convolution::{
-    BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode, DataAlgo0,
-    DataAlgo1, Fft, FftTiling, Filter, FilterDescriptor, SupportedConvBwdData, Winograd,
-    WinogradNonFused,
+    BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode,
+    DataAlgo0, DataAlgo1, Engine, EngineConfig, Fft, FftTiling, Filter, FilterDescriptor,
+    SupportedConvBwdData, Winograd, WinogradNonFused,
 };
 pub use data_type::{DType, DataType};
 pub use determinism::Determinism;

@@ -21,6 +21,8 @@ pub type ConvDesc = *mut c_void;
 pub type Stream = *mut c_void;
 /// `cudnnStatus_t`, read as an integer.
 pub type Status = u32;
+/// Opaque graph (backend) API descriptor, `cudnnBackendDescriptor_t`.
+pub type BackendDesc = *mut c_void;
 
 /// `cudnnConvolutionBwdDataAlgoPerf_t` with every enum field read as an integer.
 #[repr(C)]
@@ -98,6 +100,13 @@ cudnn_api! {
         CudnnHandle, *const c_void, FilterDesc, *const c_void, TensorDesc, *const c_void, ConvDesc, u32,
         *mut c_void, usize, *const c_void, TensorDesc, *mut c_void,
     ) -> Status;
+    // The graph (backend) API; enum arguments as their integer values.
+    cudnnBackendCreateDescriptor: fn(u32, *mut BackendDesc) -> Status;
+    cudnnBackendDestroyDescriptor: fn(BackendDesc) -> Status;
+    cudnnBackendFinalize: fn(BackendDesc) -> Status;
+    cudnnBackendSetAttribute: fn(BackendDesc, u32, u32, i64, *const c_void) -> Status;
+    cudnnBackendGetAttribute: fn(BackendDesc, u32, u32, i64, *mut i64, *mut c_void) -> Status;
+    cudnnBackendExecute: fn(CudnnHandle, BackendDesc, BackendDesc) -> Status;
 }
 
 #[cfg(test)]

@@ -126,9 +126,9 @@ fn upload<T: DeviceRepr>(stream: &Arc<CudaStream>, data: &[T]) -> CudaSlice<T> {
 
 /// Runs one (row, shape) through the typed API and compares with the direct loop.
 #[allow(clippy::too_many_lines)]
-fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
+fn check_row<T, F1, F2, C, F3, A, M, const D: usize, const N: usize>(
     ctx: &CudnnContext,
-    algo: &A,
+    make_algo: M,
     mode: ConvolutionMode,
     rng: &mut StdRng,
     outcome: &mut Outcome,
@@ -140,6 +140,13 @@ fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
     C: DataType,
     F3: SupportedType<T>,
     A: ConvolutionBwdDataAlgo + SupportedConvBwdData<T, F1, T, F2, C, T, F3, D, N>,
+    M: Fn(
+        &CudnnContext,
+        &FilterDescriptor<T, F1, D>,
+        &TensorDescriptor<T, F2, D>,
+        &TensorDescriptor<T, F3, D>,
+        &ConvolutionDescriptor<C, N>,
+    ) -> Result<A>,
 {
     let stream = ctx.stream().clone();
     for s in SHAPES {
@@ -201,6 +208,18 @@ fn check_row<T, F1, F2, C, F3, A, const D: usize, const N: usize>(
             F2::default(),
         )
         .unwrap();
+        let dx_desc = TensorDescriptor::<T, F3, D>::new(to_arr(&dx_shape), F3::default()).unwrap();
+        let algo = match make_algo(ctx, w.descriptor(), dy.descriptor(), &dx_desc, &conv) {
+            Ok(a) => a,
+            Err(Error::Cudnn { status, context }) if status.is_not_supported() => {
+                outcome
+                    .refused
+                    .push(format!("{label} / {}: {context}", s.name));
+                continue;
+            }
+            Err(e) => panic!("{label} / {}: choosing the algorithm failed: {e}", s.name),
+        };
+        let algo = &algo;
         for (alpha, beta) in [(1.0, 0.0), (0.75, 1.0)] {
             // beta = 0: poison with NaN (must be overwritten); beta = 1: random values.
             let init: Vec<T> = if beta == 0.0 {
@@ -301,6 +320,24 @@ fn from_storage<T: Copy>(phys: &[T], shape: &[usize], format: Format) -> Vec<T> 
     cudnn_rs::tensor::layout::to_logical(phys, shape, format).unwrap()
 }
 
+/// The algorithm value of a table column: the heuristic results are asked of cuDNN for
+/// the problem at hand, the markers are themselves.
+macro_rules! algo_value {
+    (BestHeuristic) => {
+        |ctx: &CudnnContext, w, dy, dx, conv| {
+            ctx.get_convolution_backward_data_algorithm(w, dy, dx, conv, None)
+        }
+    };
+    (Engine) => {
+        |ctx: &CudnnContext, w, dy, dx, conv| {
+            ctx.get_convolution_backward_data_engine(w, dy, dx, conv, None)
+        }
+    };
+    ($marker:ident) => {
+        |_: &CudnnContext, _, _, _, _| Ok($marker)
+    };
+}
+
 macro_rules! run_every_row {
     ($(
         [$wt:ident, $wf:ident], [$yt:ident, $yf:ident], $ct:ident, [$xt:ident, $xf:ident], $d:literal, $n:literal
@@ -313,7 +350,7 @@ macro_rules! run_every_row {
                     for mode in [ConvolutionMode::CrossCorrelation, ConvolutionMode::Convolution] {
                         let label = format!("{} {}:{} {}:{} comp {} {}:{} {}-d {:?}", stringify!($algo), stringify!($wt), stringify!($wf), stringify!($yt), stringify!($yf), stringify!($ct), stringify!($xt), stringify!($xf), $n, mode);
                         let mut outcome = Outcome { ran: 0, refused: Vec::new() };
-                        check_row::<$wt, $wf, $yf, $ct, $xf, $algo, $d, $n>(ctx, &$algo, mode, rng, &mut outcome, &label);
+                        check_row::<$wt, $wf, $yf, $ct, $xf, $algo, _, $d, $n>(ctx, algo_value!($algo), mode, rng, &mut outcome, &label);
                         results.push((label, outcome));
                     }
                 )*
@@ -607,4 +644,208 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
         .fold(0.0f32, f32::max)
         / scale;
     assert!(err < 1e-5, "accumulating replays: relative error {err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
+    let ctx = context();
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(13);
+    let (w_shape, dy_shape, dx_shape) = (
+        [16usize, 8, 3, 3],
+        [4usize, 16, 12, 12],
+        [4usize, 8, 12, 12],
+    );
+    let (nw, ndy, ndx) = (16 * 8 * 9, 4 * 16 * 144, 4 * 8 * 144);
+    let w_h: Vec<f32> = (0..nw).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let dy_h: Vec<f32> = (0..ndy).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
+    let mut want = vec![0.0f32; ndx];
+    convolution_backward_data_naive(
+        &geo,
+        Format::Nchw,
+        Format::Nchw,
+        Format::Nchw,
+        1.0,
+        &w_h,
+        &dy_h,
+        0.0,
+        &mut want,
+    )
+    .unwrap();
+    let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let w = Filter::<f32, NHWC, _, 4>::new(
+        upload(&stream, &to_storage(&w_h, &w_shape, Format::Nhwc)),
+        [16, 8, 3, 3],
+        NHWC,
+    )
+    .unwrap();
+    let dy = Tensor::<f32, NHWC, _, 4>::new(
+        upload(&stream, &to_storage(&dy_h, &dy_shape, Format::Nhwc)),
+        [4, 16, 12, 12],
+        NHWC,
+    )
+    .unwrap();
+    let mut dx = Tensor::<f32, NHWC, _, 4>::new(
+        stream.alloc_zeros::<f32>(ndx).unwrap(),
+        [4, 8, 12, 12],
+        NHWC,
+    )
+    .unwrap();
+    // FMA math: no tensor cores (no TF32), so results are exact to f32 rounding and
+    // replays must be bit for bit the first call.
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap();
+    let found = ctx
+        .find_convolution_backward_data_engine(&w, &dy, dx.descriptor(), &conv, None, None, 8)
+        .unwrap();
+    assert!(!found.is_empty());
+    assert!(found.windows(2).all(|p| p[0].time() <= p[1].time()));
+    assert!(found
+        .iter()
+        .all(|e| e.time() >= 0.0 && e.math_type() == MathType::Fma));
+    let det = ctx
+        .get_convolution_backward_data_engine(
+            w.descriptor(),
+            dy.descriptor(),
+            dx.descriptor(),
+            &conv,
+            Some(Determinism::Deterministic),
+        )
+        .unwrap();
+    assert_eq!(det.determinism(), Determinism::Deterministic);
+    let fastest = found[0];
+    let check = |dx: &Tensor<f32, NHWC, CudaSlice<f32>, 4>, times: f32, what: &str| {
+        let got = from_storage(
+            &stream.clone_dtoh(dx.data()).unwrap(),
+            &dx_shape,
+            Format::Nhwc,
+        );
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(g, r)| (g - times * r).abs())
+            .fold(0.0f32, f32::max)
+            / (times * scale);
+        assert!(err < 1e-5, "{what}: relative error {err}");
+        got.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+    };
+    for (label, algo_ws) in [
+        ("fastest engine", fastest.workspace_size()),
+        (
+            "BestEngine",
+            ctx.get_convolution_backward_data_workspace_size(
+                w.descriptor(),
+                dy.descriptor(),
+                dx.descriptor(),
+                &conv,
+                &BestEngine,
+            )
+            .unwrap()
+            .unwrap_or(0),
+        ),
+    ] {
+        let mut ws = (algo_ws > 0).then(|| stream.alloc_zeros::<u8>(algo_ws).unwrap());
+        let mut first: Option<Vec<u32>> = None;
+        for i in 0..6 {
+            stream
+                .memcpy_htod(&vec![f32::NAN; ndx], dx.data_mut())
+                .unwrap();
+            let r = if label == "BestEngine" {
+                ctx.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &BestEngine,
+                    ws.as_mut(),
+                    0.0,
+                    &mut dx,
+                )
+            } else {
+                ctx.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &fastest,
+                    ws.as_mut(),
+                    0.0,
+                    &mut dx,
+                )
+            };
+            r.unwrap();
+            let bits = check(&dx, 1.0, &format!("{label} call {i}"));
+            match &first {
+                None => first = Some(bits),
+                Some(f) => assert_eq!(&bits, f, "{label} call {i} differs from the first"),
+            }
+        }
+        // beta = 1 accumulates, replayed too: three calls from zero give 3 * dgrad.
+        stream
+            .memcpy_htod(&vec![0.0f32; ndx], dx.data_mut())
+            .unwrap();
+        for _ in 0..3 {
+            let r = if label == "BestEngine" {
+                ctx.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &BestEngine,
+                    ws.as_mut(),
+                    1.0,
+                    &mut dx,
+                )
+            } else {
+                ctx.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &fastest,
+                    ws.as_mut(),
+                    1.0,
+                    &mut dx,
+                )
+            };
+            r.unwrap();
+        }
+        check(&dx, 3.0, &format!("{label} beta=1"));
+    }
+    // A workspace one byte short is refused before anything runs.
+    if fastest.workspace_size() > 0 {
+        let mut short = stream
+            .alloc_zeros::<u8>(fastest.workspace_size() - 1)
+            .unwrap();
+        let err = ctx
+            .convolution_backward_data(
+                1.0,
+                &w,
+                &dy,
+                &conv,
+                &fastest,
+                Some(&mut short),
+                0.0,
+                &mut dx,
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("workspace"), "{err}");
+    }
 }

@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use cudnn_rs::convolution::support::{render_markdown_table, render_pyi_overloads};
+use cudnn_rs::convolution::AlgoKind;
 
 const PYI: &str = "python/cudnn_rs/_native.pyi";
 const PYI_BEGIN: &str = "# BEGIN GENERATED OVERLOADS";
@@ -139,11 +140,26 @@ fn readme_support_table_matches_the_support_table() {
 fn rendered_overloads_cover_every_row() {
     let text = render_pyi_overloads();
     let rows = cudnn_rs::convolution::support::support_rows().count();
-    let lines = cudnn_rs::convolution::support::SUPPORT_LINES.len();
+    let lines_with = |algo: AlgoKind| {
+        cudnn_rs::convolution::support::SUPPORT_LINES
+            .iter()
+            .filter(|l| l.algos.contains(&algo))
+            .count()
+    };
+    let (legacy, engines) = (
+        lines_with(AlgoKind::BestHeuristic),
+        lines_with(AlgoKind::Engine),
+    );
+    assert!(legacy > 0 && engines > legacy);
     let count = |name: &str| text.matches(&format!("def {name}(\n")).count();
     // Rows (or configurations) first, then the general overloads for unknown operands.
-    assert_eq!(count("get_convolution_backward_data_algorithm"), lines + 4);
-    assert_eq!(count("find_convolution_backward_data_algorithm"), lines + 4);
+    assert_eq!(count("get_convolution_backward_data_algorithm"), legacy + 4);
+    assert_eq!(
+        count("find_convolution_backward_data_algorithm"),
+        legacy + 4
+    );
+    assert_eq!(count("get_convolution_backward_data_engine"), engines + 4);
+    assert_eq!(count("find_convolution_backward_data_engine"), engines + 4);
     assert_eq!(
         count("get_convolution_backward_data_workspace_size"),
         rows + 4

@@ -36,6 +36,7 @@ __all__ = [
     "U8",
     "AlgoPerf",
     "Algorithm",
+    "BestEngine",
     "BestHeuristic",
     "ConvolutionDescriptor",
     "ConvolutionMode",
@@ -48,6 +49,7 @@ __all__ = [
     "Determinism",
     "DeviceMemoryError",
     "DeviceMismatchError",
+    "Engine",
     "Fft",
     "FftTiling",
     "Filter",
@@ -228,7 +230,8 @@ class Algorithm:
 
     @property
     def name(self) -> str:
-        """The algorithm's name ("DataAlgo0", ..., "BestHeuristic")."""
+        """The algorithm's name ("DataAlgo0", ..., "BestHeuristic", "Engine",
+        "BestEngine")."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -257,12 +260,17 @@ class Winograd(Algorithm):
 class WinogradNonFused(Algorithm):
     """CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED."""
 
+@final
+class BestEngine(Algorithm):
+    """The graph API's heuristic engine for the problem, chosen on first use per
+    problem and kept on the handle."""
+
 @disjoint_base
 class BestHeuristic(Algorithm):
     """An algorithm cuDNN chose, with what it said of it.
 
-    Admitted by every configuration of the support table: usable wherever an
-    algorithm is.
+    Admitted by every configuration of the support table that has a legacy
+    algorithm: usable wherever one is.
     """
 
     @property
@@ -286,6 +294,33 @@ class BestHeuristic(Algorithm):
 @final
 class AlgoPerf(BestHeuristic):
     """One measured result of ``Handle.find_convolution_backward_data_algorithm``."""
+
+@final
+class Engine(Algorithm):
+    """One engine of cuDNN's graph (backend) API, as
+    ``Handle.get_convolution_backward_data_engine`` and
+    ``Handle.find_convolution_backward_data_engine`` return it. Usable wherever the
+    support table lists ``Engine``."""
+
+    @property
+    def index(self) -> int:
+        """The engine's global index in cuDNN."""
+    @property
+    def knobs(self) -> list[tuple[int, int]]:
+        """The knob choices, ``(knob type, value)`` as cuDNN numbers them."""
+    @property
+    def time(self) -> float:
+        """Milliseconds measured (``find_convolution_backward_data_engine``), or -1.0."""
+    @property
+    def workspace_size(self) -> int:
+        """Workspace bytes the engine needs for the problem it was chosen for."""
+    @property
+    def determinism(self) -> Determinism:
+        """Whether the engine's results are reproducible."""
+    @property
+    def math_type(self) -> MathType:
+        """``TensorOp`` when the engine runs on tensor cores (TF32 for f32), else
+        ``Fma``."""
 
 # ---------------------------------------------------------------- type variables
 
@@ -1626,6 +1661,1945 @@ class Handle:
         use_cache: bool = True,
     ) -> list[AlgoPerf]: ...
     @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine:
+        """The graph API's heuristic engine for these operands (what `BestEngine()` runs);
+        the CPU device answers with a stand-in. Usable wherever an algorithm is.
+        """
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def get_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        *,
+        deterministic: bool = False,
+    ) -> Engine: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]:
+        """Autotunes the graph API: times up to `limit` of its heuristic's engines on these
+        operands and returns them fastest first; `dx` is not modified. Cached per problem
+        on the handle like `find_convolution_backward_data_algorithm`.
+        """
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[DType, Any, Any] | Filter[Any, Format, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
+    def find_convolution_backward_data_engine(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[DType, Any],
+        *,
+        max_workspace_bytes: int | None = None,
+        deterministic: bool = False,
+        limit: int = 16,
+        use_cache: bool = True,
+    ) -> list[Engine]: ...
+    @overload
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F32, NCHW, Rank4],
@@ -1687,6 +3661,24 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -1721,6 +3713,24 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
@@ -1744,6 +3754,114 @@ class Handle:
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -1786,6 +3904,24 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: DataAlgo0,
@@ -1807,6 +3943,132 @@ class Handle:
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -1867,6 +4129,24 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -1901,6 +4181,24 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
@@ -1924,6 +4222,114 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -1966,6 +4372,24 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo0,
@@ -2000,6 +4424,24 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
@@ -2023,6 +4465,114 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2065,6 +4615,24 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -2095,6 +4663,24 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2122,6 +4708,114 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2164,6 +4858,24 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -2176,6 +4888,24 @@ class Handle:
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2198,6 +4928,114 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NCHW, Rank5],
@@ -2236,6 +5074,24 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
@@ -2248,6 +5104,132 @@ class Handle:
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2290,6 +5272,24 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -2302,6 +5302,24 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2320,6 +5338,114 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2342,6 +5468,42 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
@@ -2356,6 +5518,114 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2389,6 +5659,24 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -2401,6 +5689,24 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2419,6 +5725,114 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -2539,6 +5953,30 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -2584,6 +6022,30 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -2615,6 +6077,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2671,6 +6277,30 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -2699,6 +6329,174 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2779,6 +6577,30 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -2824,6 +6646,30 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -2855,6 +6701,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -2911,6 +6901,30 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -2956,6 +6970,30 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
@@ -2987,6 +7025,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3032,6 +7214,30 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank4],
@@ -3080,6 +7286,30 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -3119,6 +7349,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3175,6 +7549,30 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -3188,6 +7586,30 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -3220,6 +7642,150 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
@@ -3271,6 +7837,30 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -3287,6 +7877,174 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3343,6 +8101,30 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -3356,6 +8138,30 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -3383,6 +8189,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3412,6 +8362,54 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
@@ -3431,6 +8429,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3475,6 +8617,30 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -3488,6 +8654,30 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -3515,6 +8705,150 @@ class Handle:
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -3655,6 +8989,32 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -3703,6 +9063,32 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F32, NHWC, Rank4],
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -3739,6 +9125,162 @@ def convolution_backward_data(
     dtype: F32 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -3798,6 +9340,32 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -3830,6 +9398,188 @@ def convolution_backward_data(
     dtype: F64 | None = None,
     format: type[NHWC],
 ) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -3915,6 +9665,32 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -3963,6 +9739,32 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NHWC, Rank4],
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -3999,6 +9801,162 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4058,6 +10016,32 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -4106,6 +10090,32 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NHWC, Rank4],
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
@@ -4142,6 +10152,162 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4189,6 +10355,32 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -4241,6 +10433,32 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -4285,6 +10503,162 @@ def convolution_backward_data(
     dtype: BF16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4344,6 +10718,32 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -4358,6 +10758,32 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -4392,6 +10818,162 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F64, NCHW, Rank5],
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
@@ -4448,6 +11030,32 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -4467,6 +11075,188 @@ def convolution_backward_data(
     dtype: F64 | None = None,
     format: type[NHWC],
 ) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4526,6 +11316,32 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
     algo: DataAlgo0,
     *,
     alpha: float = 1.0,
@@ -4548,6 +11364,32 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
@@ -4571,6 +11413,162 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4600,6 +11598,58 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
@@ -4623,6 +11673,162 @@ def convolution_backward_data(
     dtype: F16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -4657,6 +11863,32 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -4683,6 +11915,32 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestHeuristic | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -4714,6 +11972,162 @@ def convolution_backward_data(
     dtype: BF16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: Engine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: BestEngine | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,

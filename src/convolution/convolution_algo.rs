@@ -1,5 +1,6 @@
 //! Backward-data algorithms as marker types, and what cuDNN's heuristic or measurement
-//! returns.
+//! returns: the six algorithms of the legacy API, and engines of cuDNN's graph (backend)
+//! API (`Engine`, `BestEngine`).
 
 use cudarc::cudnn::sys::cudnnConvolutionBwdDataAlgo_t;
 
@@ -83,10 +84,15 @@ pub enum AlgoKind {
     /// Whatever cuDNN's heuristic (or measurement) picked; admitted wherever any
     /// algorithm is.
     BestHeuristic,
+    /// One engine of cuDNN's graph API, as `get_/find_convolution_backward_data_engine`
+    /// return it.
+    Engine,
+    /// The graph API's heuristic choice of engine for the problem, made once per problem.
+    BestEngine,
 }
 
 impl AlgoKind {
-    pub const ALL: [AlgoKind; 7] = [
+    pub const ALL: [AlgoKind; 9] = [
         AlgoKind::DataAlgo0,
         AlgoKind::DataAlgo1,
         AlgoKind::Fft,
@@ -94,6 +100,8 @@ impl AlgoKind {
         AlgoKind::Winograd,
         AlgoKind::WinogradNonFused,
         AlgoKind::BestHeuristic,
+        AlgoKind::Engine,
+        AlgoKind::BestEngine,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -105,6 +113,8 @@ impl AlgoKind {
             AlgoKind::Winograd => "Winograd",
             AlgoKind::WinogradNonFused => "WinogradNonFused",
             AlgoKind::BestHeuristic => "BestHeuristic",
+            AlgoKind::Engine => "Engine",
+            AlgoKind::BestEngine => "BestEngine",
         }
     }
 
@@ -112,7 +122,12 @@ impl AlgoKind {
         Self::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    /// The fixed cuDNN algorithm, `None` for `BestHeuristic`.
+    /// Whether the kind runs through the graph API.
+    pub const fn is_engine(self) -> bool {
+        matches!(self, AlgoKind::Engine | AlgoKind::BestEngine)
+    }
+
+    /// The fixed cuDNN algorithm, `None` for `BestHeuristic` and the engines.
     pub const fn fixed(self) -> Option<BwdDataAlgo> {
         match self {
             AlgoKind::DataAlgo0 => Some(BwdDataAlgo::Algo0),
@@ -121,7 +136,97 @@ impl AlgoKind {
             AlgoKind::FftTiling => Some(BwdDataAlgo::FftTiling),
             AlgoKind::Winograd => Some(BwdDataAlgo::Winograd),
             AlgoKind::WinogradNonFused => Some(BwdDataAlgo::WinogradNonFused),
-            AlgoKind::BestHeuristic => None,
+            AlgoKind::BestHeuristic | AlgoKind::Engine | AlgoKind::BestEngine => None,
+        }
+    }
+}
+
+/// The most knob choices an [`EngineConfig`] holds (cuDNN 9's engines set fewer).
+pub const MAX_KNOBS: usize = 16;
+
+/// A graph-API engine configuration: the engine's global index and its knob choices
+/// (`(knob type, value)` as cuDNN numbers them). Enough to build the same execution plan
+/// again for any problem the engine accepts.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EngineConfig {
+    index: i64,
+    len: u8,
+    kinds: [u16; MAX_KNOBS],
+    values: [i64; MAX_KNOBS],
+}
+
+impl EngineConfig {
+    /// `None` when the index is negative, there are more than [`MAX_KNOBS`] knobs, or a
+    /// knob type is out of cuDNN's range.
+    pub fn new(index: i64, knobs: &[(u32, i64)]) -> Option<Self> {
+        if index < 0 || knobs.len() > MAX_KNOBS {
+            return None;
+        }
+        let mut kinds = [0u16; MAX_KNOBS];
+        let mut values = [0i64; MAX_KNOBS];
+        for (i, &(k, v)) in knobs.iter().enumerate() {
+            kinds[i] = u16::try_from(k).ok()?;
+            values[i] = v;
+        }
+        Some(Self {
+            index,
+            len: u8::try_from(knobs.len()).ok()?,
+            kinds,
+            values,
+        })
+    }
+
+    /// The engine's global index.
+    pub fn index(&self) -> i64 {
+        self.index
+    }
+
+    /// The knob choices, `(knob type, value)`.
+    pub fn knobs(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
+        let n = usize::from(self.len);
+        self.kinds[..n]
+            .iter()
+            .zip(&self.values[..n])
+            .map(|(&k, &v)| (u32::from(k), v))
+    }
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "engine {}", self.index)?;
+        for (i, (k, v)) in self.knobs().enumerate() {
+            write!(f, "{}k{k}={v}", if i == 0 { " [" } else { ", " })?;
+        }
+        if self.len > 0 {
+            write!(f, "]")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a call runs: which cuDNN entry point, with which algorithm or engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// `cudnnConvolutionBackwardData` with this algorithm.
+    Legacy(BwdDataAlgo),
+    /// The graph API with this engine configuration, or (`None`) with the engine its
+    /// heuristic picks for the problem.
+    Engine(Option<EngineConfig>),
+}
+
+impl Route {
+    /// What the route runs, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Route::Legacy(a) => a.name().to_string(),
+            Route::Engine(Some(c)) => format!("graph-API {c}"),
+            Route::Engine(None) => "BestEngine".to_string(),
         }
     }
 }
@@ -129,14 +234,21 @@ impl AlgoKind {
 /// A backward-data algorithm usable with `CudnnContext::convolution_backward_data`.
 /// Sealed.
 pub trait ConvolutionBwdDataAlgo: Sealed {
-    /// The raw algorithm to run (named as in the original crate).
+    /// The raw algorithm to run (named as in the original crate). Graph-API engines have
+    /// no legacy algorithm: for them this is the enum's end marker,
+    /// `CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT`, which names none.
     #[allow(clippy::wrong_self_convention)]
     fn into_raw(&self) -> cudnnConvolutionBwdDataAlgo_t {
-        self.algo().into_raw()
+        match self.route() {
+            Route::Legacy(algo) => algo.into_raw(),
+            Route::Engine(_) => {
+                cudnnConvolutionBwdDataAlgo_t::CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
+            }
+        }
     }
 
-    /// The run-time algorithm to run.
-    fn algo(&self) -> BwdDataAlgo;
+    /// How the call runs.
+    fn route(&self) -> Route;
 
     /// The support-table column this type is checked against.
     fn kind(&self) -> AlgoKind;
@@ -155,8 +267,8 @@ macro_rules! algo_marker {
         pub struct $name;
         impl Sealed for $name {}
         impl ConvolutionBwdDataAlgo for $name {
-            fn algo(&self) -> BwdDataAlgo {
-                BwdDataAlgo::$algo
+            fn route(&self) -> Route {
+                Route::Legacy(BwdDataAlgo::$algo)
             }
             fn kind(&self) -> AlgoKind {
                 AlgoKind::$name
@@ -228,6 +340,11 @@ impl BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
         self.algo
     }
 
+    /// The algorithm, as a run-time value.
+    pub fn algo(&self) -> BwdDataAlgo {
+        self.runtime_algo
+    }
+
     /// Milliseconds cuDNN measured (`find`), or -1 when it only guessed (heuristic).
     pub fn time(&self) -> f32 {
         self.time
@@ -250,14 +367,104 @@ impl BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
 
 impl Sealed for BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {}
 impl ConvolutionBwdDataAlgo for BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
-    fn algo(&self) -> BwdDataAlgo {
-        self.runtime_algo
+    fn route(&self) -> Route {
+        Route::Legacy(self.runtime_algo)
     }
     fn kind(&self) -> AlgoKind {
         AlgoKind::BestHeuristic
     }
     fn math_type(&self) -> Option<MathType> {
         Some(self.math_type)
+    }
+}
+
+/// `BestEngine`: the graph API's heuristic choice of engine for the problem (the first of
+/// cuDNN's ranked engines that builds and fits the descriptor's math type), chosen on the
+/// first call or workspace query for a problem and kept on the context. Admitted where the
+/// support table lists `Engine`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BestEngine;
+
+impl Sealed for BestEngine {}
+impl ConvolutionBwdDataAlgo for BestEngine {
+    fn route(&self) -> Route {
+        Route::Engine(None)
+    }
+    fn kind(&self) -> AlgoKind {
+        AlgoKind::BestEngine
+    }
+}
+
+/// One graph-API engine configuration for a problem, with what cuDNN said of it and (from
+/// `find_convolution_backward_data_engine`) what it measured. Usable as the algorithm of
+/// any call the support table admits `Engine` for; cuDNN answers `NOT_SUPPORTED` when the
+/// engine does not run another problem.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Engine {
+    config: EngineConfig,
+    time: f32,
+    workspace_size: usize,
+    determinism: Determinism,
+    math_type: MathType,
+}
+
+impl Engine {
+    /// Builds the record; `time` is in milliseconds (negative when not measured),
+    /// `math_type` is `TensorOp` for engines on tensor cores and `Fma` otherwise.
+    pub fn new(
+        config: EngineConfig,
+        time: f32,
+        workspace_size: usize,
+        determinism: Determinism,
+        math_type: MathType,
+    ) -> Self {
+        Self {
+            config,
+            time,
+            workspace_size,
+            determinism,
+            math_type,
+        }
+    }
+
+    pub fn config(&self) -> EngineConfig {
+        self.config
+    }
+
+    /// Milliseconds measured (`find`), or -1 when only ranked (heuristic).
+    pub fn time(&self) -> f32 {
+        self.time
+    }
+
+    /// Workspace bytes the engine needs for the problem it was chosen for.
+    pub fn workspace_size(&self) -> usize {
+        self.workspace_size
+    }
+
+    pub fn determinism(&self) -> Determinism {
+        self.determinism
+    }
+
+    /// `TensorOp` when the engine runs on tensor cores (TF32 for f32 data), else `Fma`.
+    pub fn math_type(&self) -> MathType {
+        self.math_type
+    }
+
+    /// The same engine with a measured time.
+    #[must_use]
+    pub fn with_time(mut self, time: f32) -> Self {
+        self.time = time;
+        self
+    }
+}
+
+impl Sealed for Engine {}
+impl ConvolutionBwdDataAlgo for Engine {
+    fn route(&self) -> Route {
+        Route::Engine(Some(self.config))
+    }
+    fn kind(&self) -> AlgoKind {
+        AlgoKind::Engine
     }
 }
 
@@ -273,6 +480,11 @@ mod tests {
         }
         assert_eq!(BwdDataAlgo::from_raw(6), None);
         assert_eq!(DataAlgo1.kind(), AlgoKind::DataAlgo1);
+        assert_eq!(DataAlgo1.route(), Route::Legacy(BwdDataAlgo::Algo1));
+        assert_eq!(
+            BestEngine.into_raw(),
+            cudnnConvolutionBwdDataAlgo_t::CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
+        );
         assert_eq!(
             WinogradNonFused.into_raw(),
             cudnnConvolutionBwdDataAlgo_t::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED
@@ -288,9 +500,30 @@ mod tests {
             MathType::Fma,
         );
         assert_eq!(
-            (b.algo(), b.kind()),
-            (BwdDataAlgo::Fft, AlgoKind::BestHeuristic)
+            (b.route(), b.kind()),
+            (Route::Legacy(BwdDataAlgo::Fft), AlgoKind::BestHeuristic)
         );
         assert_eq!(b.workspace_size(), 128);
+    }
+
+    #[test]
+    fn engine_configs_keep_their_knobs() {
+        let c = EngineConfig::new(7, &[(3, 1), (12, -4)]).unwrap();
+        assert_eq!(c.index(), 7);
+        assert_eq!(c.knobs().collect::<Vec<_>>(), vec![(3, 1), (12, -4)]);
+        assert!(std::mem::size_of::<Route>() <= 256);
+        assert!(EngineConfig::new(1, &[(1 << 20, 0)]).is_none());
+        assert_eq!(c.to_string(), "engine 7 [k3=1, k12=-4]");
+        assert_eq!(EngineConfig::new(2, &[]).unwrap().to_string(), "engine 2");
+        assert!(EngineConfig::new(-1, &[]).is_none());
+        assert!(EngineConfig::new(0, &[(0, 0); MAX_KNOBS + 1]).is_none());
+        assert_ne!(c, EngineConfig::new(7, &[(3, 1)]).unwrap());
+        let e = Engine::new(c, -1.0, 64, Determinism::Deterministic, MathType::Fma);
+        assert_eq!(
+            (e.route(), e.kind(), e.with_time(0.5).time()),
+            (Route::Engine(Some(c)), AlgoKind::Engine, 0.5)
+        );
+        assert_eq!(BestEngine.route(), Route::Engine(None));
+        assert!(AlgoKind::BestEngine.is_engine() && AlgoKind::BestEngine.fixed().is_none());
     }
 }

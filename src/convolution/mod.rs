@@ -8,8 +8,8 @@ pub mod geometry;
 pub mod support;
 
 pub use convolution_algo::{
-    AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, DataAlgo0, DataAlgo1, Fft,
-    FftTiling, Winograd, WinogradNonFused,
+    AlgoKind, BestEngine, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, DataAlgo0, DataAlgo1,
+    Engine, EngineConfig, Fft, FftTiling, Route, Winograd, WinogradNonFused,
 };
 pub use convolution_descriptor::{ConvolutionDescriptor, RawConvolutionDescriptor};
 pub use convolution_mode::ConvolutionMode;

@@ -8,12 +8,14 @@
 //!
 //! Each line is one configuration (filter type and format, `dy` type and format, compute
 //! type, `dx` type and format, tensor rank D, spatial rank N) with the algorithms cuDNN
-//! runs for it. `BestHeuristic` is admitted for every configuration: it is the union of
-//! all lines, which the original crate meant but did not do (it left out the
-//! NHWC-filter lines).
+//! runs for it. `BestHeuristic` (the legacy heuristic's pick) is listed on every line that
+//! has a legacy algorithm: it is the union of those, which the original crate meant but
+//! did not do (it left out the NHWC-filter lines). `Engine` and `BestEngine` are the graph
+//! (backend) API (see `crate::engine`), listed wherever it ran.
 //!
 //! Provenance: every line below was executed on an H200 with cuDNN 9.14 (system) and
-//! 9.19 (pip wheel) by `examples/gpu_sweep.rs` (all six algorithms x f32/f64/f16/bf16 x
+//! 9.19 (pip wheel) by `examples/gpu_sweep.rs` (all six algorithms and the graph API's
+//! heuristic engine x f32/f64/f16/bf16 x
 //! compute types x the eight (filter, dy, dx) format combinations x 2-d/3-d x ten shapes,
 //! fresh random inputs, poisoned output, compared with the CPU reference); the results are
 //! in `tests/data/sweep_*.csv` and `bench/support_from_sweep.py` derives the lines from
@@ -32,9 +34,12 @@
 //!   both builds, 3x3 stride 1 included (cuDNN 9 no longer runs fused Winograd here).
 //!
 //! Added: every f16/bf16 line, `DataAlgo1` for 3-d f64, and the mixed-format
-//! (NCHW filter and dy, NHWC dx) half lines. Never admitted: NHWC dy with an NCHW filter,
-//! and NCHW dy with an NHWC filter (`NOT_SUPPORTED` for every algorithm), integer types
-//! (`NOT_SUPPORTED` for backward data).
+//! (NCHW filter and dy, NHWC dx) half lines. The graph API ran every one of the 80
+//! configurations (8 format combinations x 5 type/compute pairs x 2-d/3-d) on every shape
+//! in both builds, 1600 runs, none wrong (`tests/data/sweep_engine_*.csv`): the lines
+//! whose format combination no legacy algorithm runs (NHWC dy with an NCHW filter, NCHW
+//! dy with an NHWC filter, NHWC filter and dy with NCHW dx) list only the engines. Never
+//! admitted: integer types (`NOT_SUPPORTED` for backward data).
 
 use std::fmt::Write as _;
 
@@ -71,40 +76,97 @@ pub trait SupportedConvBwdData<
 macro_rules! with_bwd_data_support_table {
     ($callback:ident) => {
         $callback! {
-            // filter        dy            comp  dx            D  N    algorithms (BestHeuristic implied)
+            // filter        dy            comp  dx            D  N    algorithms
             // ---- 2-d, f32
-            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused];
-            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // ---- 2-d, f64 (FftTiling: 1x1 filters only)
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling];
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
+            // ---- 2-d, f64
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
             // ---- 2-d, f16 storage, f32 compute ("pseudo half")
-            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused];
-            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
             // ---- 2-d, f16 storage and f16 compute ("true half")
-            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
             // ---- 2-d, bf16 storage, f32 compute
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1];
-            // ---- 3-d
-            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
-            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [DataAlgo0];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [DataAlgo1];
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0];
-            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling];
-            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [DataAlgo0];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [DataAlgo1];
-            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [DataAlgo1];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [DataAlgo1];
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1];
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [DataAlgo0];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [DataAlgo1];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
+            // ---- 3-d, f32
+            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
+            // ---- 3-d, f64
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
+            // ---- 3-d, f16 storage, f32 compute ("pseudo half")
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            // ---- 3-d, f16 storage and f16 compute ("true half")
+            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            // ---- 3-d, bf16 storage, f32 compute
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
         }
     };
 }
@@ -188,7 +250,7 @@ impl std::fmt::Display for SupportConfig {
     }
 }
 
-/// One line of the table: a configuration and the fixed algorithms it admits.
+/// One line of the table: a configuration and the algorithms it admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SupportLine {
     pub config: SupportConfig,
@@ -204,7 +266,6 @@ macro_rules! expand_support_table {
             $(
                 impl SupportedConvBwdData<$wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n> for $algo {}
             )*
-            impl SupportedConvBwdData<$wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n> for BestHeuristic {}
         )*
 
         /// The table's lines, in order.
@@ -228,7 +289,7 @@ mod impls {
     use super::{AlgoKind, DataType, SupportConfig, SupportLine, SupportedConvBwdData};
     #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
     use crate::convolution::convolution_algo::{
-        DataAlgo0, DataAlgo1, Fft, FftTiling, Winograd, WinogradNonFused,
+        BestEngine, DataAlgo0, DataAlgo1, Engine, Fft, FftTiling, Winograd, WinogradNonFused,
     };
     use crate::tensor::{TensorFormat, NCHW, NHWC};
     use half::{bf16, f16};
@@ -240,31 +301,26 @@ mod impls {
 
 pub use impls::SUPPORT_LINES;
 
-/// Every (algorithm, configuration) row, `BestHeuristic` rows included.
+/// Every (algorithm, configuration) row.
 pub fn support_rows() -> impl Iterator<Item = SupportRow> {
     SUPPORT_LINES.iter().flat_map(|line| {
-        line.algos
-            .iter()
-            .copied()
-            .chain(std::iter::once(AlgoKind::BestHeuristic))
-            .map(move |algo| SupportRow {
-                algo,
-                filter: line.config.filter,
-                dy: line.config.dy,
-                comp: line.config.comp,
-                dx: line.config.dx,
-                tensor_dims: line.config.tensor_dims,
-                conv_dims: line.config.conv_dims,
-            })
+        line.algos.iter().copied().map(move |algo| SupportRow {
+            algo,
+            filter: line.config.filter,
+            dy: line.config.dy,
+            comp: line.config.comp,
+            dx: line.config.dx,
+            tensor_dims: line.config.tensor_dims,
+            conv_dims: line.config.conv_dims,
+        })
     })
 }
 
 /// Whether the table admits `row`.
 pub fn is_supported(row: &SupportRow) -> bool {
-    SUPPORT_LINES.iter().any(|line| {
-        line.config == row.config()
-            && (row.algo == AlgoKind::BestHeuristic || line.algos.contains(&row.algo))
-    })
+    SUPPORT_LINES
+        .iter()
+        .any(|line| line.config == row.config() && line.algos.contains(&row.algo))
 }
 
 /// Checks `row` against the table; the error names up to three nearest rows.
@@ -318,6 +374,19 @@ pub fn render_markdown_table() -> String {
     out
 }
 
+/// What the one-call API runs when given no algorithm: the legacy heuristic's pick where
+/// the table lists `BestHeuristic`, else the graph API's (`BestEngine`).
+pub fn default_algo(config: &SupportConfig) -> AlgoKind {
+    let has_legacy = SUPPORT_LINES
+        .iter()
+        .any(|l| l.config == *config && l.algos.contains(&AlgoKind::BestHeuristic));
+    if has_legacy {
+        AlgoKind::BestHeuristic
+    } else {
+        AlgoKind::BestEngine
+    }
+}
+
 /// The typed overloads of the backward-data calls for the Python stubs
 /// (`python/cudnn_rs/_native.pyi`, between `# BEGIN GENERATED OVERLOADS` and
 /// `# END GENERATED OVERLOADS`): one overload per row of the table (per configuration
@@ -331,7 +400,15 @@ pub fn render_markdown_table() -> String {
 /// `ruff format` leaves it; `tests/stubs_generated.rs` keeps the stub in step.
 pub fn render_pyi_overloads() -> String {
     let rows: Vec<SupportRow> = support_rows().collect();
-    let configs: Vec<SupportConfig> = SUPPORT_LINES.iter().map(|l| l.config).collect();
+    let configs_with = |algo: AlgoKind| -> Vec<SupportConfig> {
+        SUPPORT_LINES
+            .iter()
+            .filter(|l| l.algos.contains(&algo))
+            .map(|l| l.config)
+            .collect()
+    };
+    let configs = configs_with(AlgoKind::BestHeuristic);
+    let engine_configs = configs_with(AlgoKind::Engine);
     let mut out = String::new();
     for line in [
         "# Generated from the support table in src/convolution/support.rs by",
@@ -399,6 +476,63 @@ pub fn render_pyi_overloads() -> String {
         &sigs,
     );
 
+    // Handle.get_convolution_backward_data_engine
+    let tail = ["*", "deterministic: bool = False"];
+    let mut sigs: Vec<PyiSig> = engine_configs
+        .iter()
+        .map(|c| {
+            PyiSig::new(
+                pyi_operands_w_dy_dx_conv(&PyiOperands::of(c)),
+                &tail,
+                "Engine",
+            )
+        })
+        .collect();
+    sigs.extend(
+        PyiOperands::general()
+            .into_iter()
+            .map(|o| PyiSig::new(pyi_operands_w_dy_dx_conv(&o), &tail, "Engine")),
+    );
+    pyi_group(
+        &mut out,
+        "get_convolution_backward_data_engine",
+        "The graph API's heuristic engine for these operands (what `BestEngine()` runs);\n\
+         the CPU device answers with a stand-in. Usable wherever an algorithm is.",
+        &sigs,
+    );
+
+    // Handle.find_convolution_backward_data_engine
+    let tail = [
+        "*",
+        "max_workspace_bytes: int | None = None",
+        "deterministic: bool = False",
+        "limit: int = 16",
+        "use_cache: bool = True",
+    ];
+    let mut sigs: Vec<PyiSig> = engine_configs
+        .iter()
+        .map(|c| {
+            PyiSig::new(
+                pyi_operands_w_dy_dx_conv(&PyiOperands::of(c)),
+                &tail,
+                "list[Engine]",
+            )
+        })
+        .collect();
+    sigs.extend(
+        PyiOperands::general()
+            .into_iter()
+            .map(|o| PyiSig::new(pyi_operands_w_dy_dx_conv(&o), &tail, "list[Engine]")),
+    );
+    pyi_group(
+        &mut out,
+        "find_convolution_backward_data_engine",
+        "Autotunes the graph API: times up to `limit` of its heuristic's engines on these\n\
+         operands and returns them fastest first; `dx` is not modified. Cached per problem\n\
+         on the handle like `find_convolution_backward_data_algorithm`.",
+        &sigs,
+    );
+
     // Handle.get_convolution_backward_data_workspace_size
     let mut sigs: Vec<PyiSig> = rows
         .iter()
@@ -458,8 +592,8 @@ pub fn render_pyi_overloads() -> String {
         .iter()
         .map(|r| {
             let o = PyiOperands::of(&r.config());
-            let algo = if r.algo == AlgoKind::BestHeuristic {
-                "algo: BestHeuristic | None = None".to_string()
+            let algo = if r.algo == default_algo(&r.config()) {
+                format!("algo: {} | None = None", r.algo.name())
             } else {
                 format!("algo: {}", r.algo.name())
             };
@@ -730,32 +864,49 @@ mod tests {
     }
 
     #[test]
-    fn best_heuristic_is_the_union_and_lines_are_unique() {
+    fn best_heuristic_goes_with_the_legacy_algorithms_and_engines_go_together() {
         let rows: Vec<SupportRow> = support_rows().collect();
         let mut seen = std::collections::HashSet::new();
         for line in SUPPORT_LINES {
             assert!(seen.insert(line.config), "duplicate line {}", line.config);
-            assert!(!line.algos.is_empty());
-            assert!(!line.algos.contains(&AlgoKind::BestHeuristic));
-            let best = SupportRow {
-                algo: AlgoKind::BestHeuristic,
-                ..rows[0]
+            let legacy = line.algos.iter().any(|a| a.fixed().is_some());
+            // BestHeuristic exactly where a legacy algorithm is; the graph API's two
+            // columns always together.
+            assert_eq!(
+                line.algos.contains(&AlgoKind::BestHeuristic),
+                legacy,
+                "{}",
+                line.config
+            );
+            assert_eq!(
+                line.algos.contains(&AlgoKind::Engine),
+                line.algos.contains(&AlgoKind::BestEngine),
+                "{}",
+                line.config
+            );
+            assert!(legacy || line.algos.contains(&AlgoKind::Engine));
+            let uniq: std::collections::HashSet<_> = line.algos.iter().collect();
+            assert_eq!(uniq.len(), line.algos.len(), "{}", line.config);
+            let expected = if legacy {
+                AlgoKind::BestHeuristic
+            } else {
+                AlgoKind::BestEngine
             };
-            let best = SupportRow {
-                filter: line.config.filter,
-                dy: line.config.dy,
-                comp: line.config.comp,
-                dx: line.config.dx,
-                tensor_dims: line.config.tensor_dims,
-                conv_dims: line.config.conv_dims,
-                ..best
-            };
-            assert!(rows.contains(&best));
+            assert_eq!(default_algo(&line.config), expected);
         }
         for r in &rows {
             assert_eq!(r.tensor_dims, r.conv_dims + 2, "{r}");
             assert!(is_supported(r));
         }
+        // The graph API ran every configuration of the sweep: 8 format combinations x 5
+        // type/compute pairs x 2 ranks.
+        assert_eq!(
+            SUPPORT_LINES
+                .iter()
+                .filter(|l| l.algos.contains(&AlgoKind::Engine))
+                .count(),
+            80
+        );
     }
 
     #[test]

@@ -11,9 +11,9 @@ use crate::context::{CudnnContext, RawProblem};
 use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
-    AlgoKind, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0, DataAlgo1,
-    Fft, FftTiling, Filter, FilterDescriptor, RawConvolutionDescriptor, SupportedConvBwdData,
-    Winograd, WinogradNonFused,
+    AlgoKind, BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0,
+    DataAlgo1, Engine, Fft, FftTiling, Filter, FilterDescriptor, RawConvolutionDescriptor,
+    SupportedConvBwdData, Winograd, WinogradNonFused,
 };
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
@@ -186,6 +186,20 @@ macro_rules! config_of {
     };
 }
 
+/// The value of a table column for a call: the record for heuristic and measured
+/// results, the marker itself otherwise.
+macro_rules! selected_value {
+    (BestHeuristic, $sel:expr) => {
+        $sel.best
+    };
+    (Engine, $sel:expr) => {
+        $sel.engine
+    };
+    ($marker:ident, $sel:expr) => {
+        Some($marker)
+    };
+}
+
 macro_rules! expand_dispatch {
     ($(
         [$wt:ident, $wf:ident], [$yt:ident, $yf:ident], $ct:ident, [$xt:ident, $xf:ident], $d:literal, $n:literal
@@ -205,16 +219,13 @@ macro_rules! expand_dispatch {
                 if config == config_of!($wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n) {
                     $(
                         if sel.kind == AlgoKind::$algo {
-                            return gpu_typed::<$wt, $wf, $yt, $yf, $ct, $xt, $xf, $algo, $d, $n>(
-                                ctx, &$algo, alpha, descs, ptrs, beta,
-                            );
+                            if let Some(algo) = selected_value!($algo, sel) {
+                                return gpu_typed::<$wt, $wf, $yt, $yf, $ct, $xt, $xf, $algo, $d, $n>(
+                                    ctx, &algo, alpha, descs, ptrs, beta,
+                                );
+                            }
                         }
                     )*
-                    if let (AlgoKind::BestHeuristic, Some(best)) = (sel.kind, sel.best) {
-                        return gpu_typed::<$wt, $wf, $yt, $yf, $ct, $xt, $xf, BestHeuristic, $d, $n>(
-                            ctx, &best, alpha, descs, ptrs, beta,
-                        );
-                    }
                 }
             )*
             Err(unsupported(descs, sel.kind))
@@ -229,23 +240,17 @@ macro_rules! expand_dispatch {
             beta: f64,
         ) -> Result<()> {
             let config = descs.problem().row(sel.kind).config();
-            let best = sel.best.unwrap_or_else(|| {
-                BestHeuristic::new(sel.algo, -1.0, 0, crate::Determinism::Deterministic, crate::MathType::Default)
-            });
             $(
                 if config == config_of!($wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n) {
                     $(
                         if sel.kind == AlgoKind::$algo {
-                            return cpu_typed::<$wt, $wf, $yf, $ct, $xf, $algo, $d, $n>(
-                                &$algo, alpha, descs, bufs, beta,
-                            );
+                            if let Some(algo) = selected_value!($algo, sel) {
+                                return cpu_typed::<$wt, $wf, $yf, $ct, $xf, $algo, $d, $n>(
+                                    &algo, alpha, descs, bufs, beta,
+                                );
+                            }
                         }
                     )*
-                    if sel.kind == AlgoKind::BestHeuristic {
-                        return cpu_typed::<$wt, $wf, $yf, $ct, $xf, BestHeuristic, $d, $n>(
-                            &best, alpha, descs, bufs, beta,
-                        );
-                    }
                 }
             )*
             Err(unsupported(descs, sel.kind))
@@ -313,10 +318,27 @@ mod tests {
                 .algo
                 .fixed()
                 .unwrap_or(crate::convolution::BwdDataAlgo::Algo1);
-            let sel = SelectedAlgo {
-                kind: row.algo,
-                algo,
-                best: None,
+            let sel = match row.algo {
+                AlgoKind::Engine => SelectedAlgo::engine(
+                    crate::reference::device::engine_stand_in(&descs.problem()).unwrap(),
+                ),
+                AlgoKind::BestEngine => SelectedAlgo {
+                    kind: row.algo,
+                    route: crate::convolution::Route::Engine(None),
+                    best: None,
+                    engine: None,
+                },
+                kind => SelectedAlgo::legacy(
+                    kind,
+                    algo,
+                    Some(BestHeuristic::new(
+                        algo,
+                        -1.0,
+                        0,
+                        crate::Determinism::Deterministic,
+                        crate::MathType::Default,
+                    )),
+                ),
             };
             let size = row.dx.0.size();
             let w_b = vec![0u8; size];

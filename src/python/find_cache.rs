@@ -1,14 +1,17 @@
-//! Per-handle cache of measured algorithms (`find_convolution_backward_data_algorithm`):
-//! the second call for the same problem returns the first one's measurements instead of
-//! measuring again, and the cache can be saved to a file and loaded into another handle.
+//! Per-handle cache of measured algorithms and engines
+//! (`find_convolution_backward_data_algorithm` / `_engine`): the second call for the same
+//! problem returns the first one's measurements instead of measuring again, and the cache
+//! can be saved to a file and loaded into another handle.
 //!
 //! File format: one line per problem, `key<TAB>entry;entry;...`, each entry
-//! `algo,time_ms,workspace_bytes,determinism,math_type` with the names used in Python.
+//! `algo,time_ms,workspace_bytes,determinism,math_type` with the names used in Python;
+//! an engine's `algo` is `Engine:index` followed by `:knob=value` per knob.
 
+use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use super::dispatch::Descs;
-use crate::convolution::{BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo};
+use crate::convolution::{BestHeuristic, BwdDataAlgo, Engine, EngineConfig};
 use crate::determinism::Determinism;
 use crate::error::{Error, Result};
 use crate::math_type::MathType;
@@ -35,26 +38,69 @@ pub(crate) fn key(descs: &Descs<'_>, max_ws: Option<usize>, deterministic: bool)
     )
 }
 
+/// One measured result: a legacy algorithm or a graph-API engine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Found {
+    Algo(BestHeuristic),
+    Engine(Engine),
+}
+
+impl Found {
+    fn name(&self) -> String {
+        match self {
+            Found::Algo(b) => b.algo().name().to_string(),
+            Found::Engine(e) => {
+                let c = e.config();
+                let mut out = format!("Engine:{}", c.index());
+                for (k, v) in c.knobs() {
+                    let _ = write!(out, ":{k}={v}");
+                }
+                out
+            }
+        }
+    }
+
+    fn fields(&self) -> (f32, usize, Determinism, MathType) {
+        match self {
+            Found::Algo(b) => (b.time(), b.workspace_size(), b.determinism(), b.math_type()),
+            Found::Engine(e) => (e.time(), e.workspace_size(), e.determinism(), e.math_type()),
+        }
+    }
+}
+
+/// Reads an engine name written by [`Found::name`].
+fn parse_engine(name: &str) -> Option<EngineConfig> {
+    let mut parts = name.strip_prefix("Engine:")?.split(':');
+    let index: i64 = parts.next()?.parse().ok()?;
+    let knobs = parts
+        .map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.parse().ok()?, v.parse().ok()?))
+        })
+        .collect::<Option<Vec<(u32, i64)>>>()?;
+    EngineConfig::new(index, &knobs)
+}
+
 #[derive(Default)]
 pub(crate) struct FindCache {
-    entries: Mutex<Vec<(String, Vec<BestHeuristic>)>>,
+    entries: Mutex<Vec<(String, Vec<Found>)>>,
 }
 
 impl FindCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<BestHeuristic>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Vec<Found>)>> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<Vec<BestHeuristic>> {
+    pub(crate) fn get(&self, key: &str) -> Option<Vec<Found>> {
         self.lock()
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     }
 
-    pub(crate) fn insert(&self, key: String, found: Vec<BestHeuristic>) {
+    pub(crate) fn insert(&self, key: String, found: Vec<Found>) {
         let mut entries = self.lock();
         entries.retain(|(k, _)| *k != key);
         entries.push((key, found));
@@ -74,15 +120,9 @@ impl FindCache {
         for (k, found) in self.lock().iter() {
             let entries: Vec<String> = found
                 .iter()
-                .map(|b| {
-                    format!(
-                        "{},{},{},{},{}",
-                        b.algo().name(),
-                        b.time(),
-                        b.workspace_size(),
-                        b.determinism().name(),
-                        b.math_type().name()
-                    )
+                .map(|f| {
+                    let (time, ws, det, math) = f.fields();
+                    format!("{},{time},{ws},{},{}", f.name(), det.name(), math.name())
                 })
                 .collect();
             out.push_str(k);
@@ -114,10 +154,11 @@ impl FindCache {
                 let [algo, time, ws, det, math] = f.as_slice() else {
                     return Err(bad("an entry needs 5 fields"));
                 };
-                let algo = BwdDataAlgo::ALL
-                    .into_iter()
-                    .find(|a| a.name() == *algo)
-                    .ok_or_else(|| bad("unknown algorithm"))?;
+                let legacy = BwdDataAlgo::ALL.into_iter().find(|a| a.name() == *algo);
+                let engine = parse_engine(algo);
+                if legacy.is_none() && engine.is_none() {
+                    return Err(bad("unknown algorithm"));
+                }
                 let time: f32 = time.parse().map_err(|_| bad("bad time"))?;
                 let ws: usize = ws.parse().map_err(|_| bad("bad workspace size"))?;
                 let det = [Determinism::Deterministic, Determinism::NonDeterministic]
@@ -128,7 +169,11 @@ impl FindCache {
                     .into_iter()
                     .find(|m| m.name() == *math)
                     .ok_or_else(|| bad("unknown math type"))?;
-                found.push(BestHeuristic::new(algo, time, ws, det, math));
+                found.push(match (legacy, engine) {
+                    (Some(a), _) => Found::Algo(BestHeuristic::new(a, time, ws, det, math)),
+                    (None, Some(c)) => Found::Engine(Engine::new(c, time, ws, det, math)),
+                    (None, None) => return Err(bad("unknown algorithm")),
+                });
             }
             parsed.push((key.to_string(), found));
         }
@@ -148,20 +193,34 @@ mod tests {
     fn text_round_trips_and_malformed_text_adds_nothing() {
         let cache = FindCache::default();
         let found = vec![
-            BestHeuristic::new(
+            Found::Algo(BestHeuristic::new(
                 BwdDataAlgo::Algo1,
                 0.25,
                 0,
                 Determinism::Deterministic,
                 MathType::Fma,
-            ),
-            BestHeuristic::new(
+            )),
+            Found::Algo(BestHeuristic::new(
                 BwdDataAlgo::Fft,
                 0.5,
                 4096,
                 Determinism::NonDeterministic,
                 MathType::TensorOp,
-            ),
+            )),
+            Found::Engine(Engine::new(
+                EngineConfig::new(17, &[(3, 2), (12, -1)]).unwrap(),
+                0.125,
+                512,
+                Determinism::Deterministic,
+                MathType::TensorOp,
+            )),
+            Found::Engine(Engine::new(
+                EngineConfig::new(0, &[]).unwrap(),
+                1.5,
+                0,
+                Determinism::NonDeterministic,
+                MathType::Fma,
+            )),
         ];
         cache.insert("problem A".into(), found.clone());
         let text = cache.to_text();
@@ -177,6 +236,12 @@ mod tests {
             .load_text("k\tNoSuchAlgo,1.0,0,Deterministic,Fma")
             .is_err());
         assert!(broken.load_text("no tab here").is_err());
+        assert!(broken
+            .load_text("k\tEngine:x,1.0,0,Deterministic,Fma")
+            .is_err());
+        assert!(broken
+            .load_text("k\tEngine:3:1,1.0,0,Deterministic,Fma")
+            .is_err());
         assert_eq!(broken.len(), 0);
     }
 }

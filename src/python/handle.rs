@@ -10,10 +10,11 @@ use pyo3::types::{PyList, PyTuple};
 use super::conv::PyConvolutionDescriptor;
 use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
-use super::markers::{algo_perf, best_heuristic, selected_algo, SelectedAlgo};
+use super::find_cache::Found;
+use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo, SelectedAlgo};
 use super::tensor::{PyFilter, PyTensor, Storage, TensorCore};
 use crate::context::{alloc_bytes, CudnnContext};
-use crate::convolution::{BestHeuristic, ConvolutionBwdDataAlgo};
+use crate::convolution::BestHeuristic;
 use crate::error::{Error, Result};
 
 /// Where a handle's work runs.
@@ -225,22 +226,39 @@ impl PyHandle {
     /// Workspace bytes the call needs on the GPU, with the math type it will run with.
     fn workspace_need(&self, descs: &Descs<'_>, sel: &SelectedAlgo) -> Result<Option<usize>> {
         let p = descs.problem();
-        let math = p.resolve_math(sel.best.map(|b| b.math_type()));
-        self.inner.gpu()?.ctx.workspace_size_with(p, sel.algo, math)
+        let math = p.resolve_math(sel.math());
+        self.inner
+            .gpu()?
+            .ctx
+            .workspace_size_with(p, sel.route, math)
     }
 
     /// The one-call API: a fresh dx, the heuristic's (or given) algorithm, the handle's
     /// cached workspace grown as needed.
-    fn one_call(&self, ops: &Operands<'_>, sel: Option<SelectedAlgo>, alpha: f64) -> Result<()> {
+    fn one_call(&self, ops: &Operands<'_>, sel: Option<&SelectedAlgo>, alpha: f64) -> Result<()> {
+        let only_engines = || {
+            use crate::convolution::{support, AlgoKind};
+            let row = ops.descs().problem().row(AlgoKind::BestEngine);
+            support::default_algo(&row.config()) == AlgoKind::BestEngine
+                && support::is_supported(&row)
+        };
         let sel = if let Some(s) = sel {
-            s
+            *s
+        } else if only_engines() {
+            // Only the graph API runs this configuration.
+            SelectedAlgo {
+                kind: crate::convolution::AlgoKind::BestEngine,
+                route: crate::convolution::Route::Engine(None),
+                best: None,
+                engine: None,
+            }
         } else {
             let best = self.heuristic(ops, false)?;
-            SelectedAlgo {
-                kind: crate::convolution::AlgoKind::BestHeuristic,
-                algo: best.algo(),
-                best: Some(best),
-            }
+            SelectedAlgo::legacy(
+                crate::convolution::AlgoKind::BestHeuristic,
+                best.algo(),
+                Some(best),
+            )
         };
         match self.inner.device {
             DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
@@ -440,17 +458,117 @@ impl PyHandle {
                 if use_cache {
                     if let Some(found) = self.inner.find_cache.get(&key) {
                         self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                        return Ok(found);
+                        return Ok(found
+                            .into_iter()
+                            .filter_map(|f| match f {
+                                Found::Algo(b) => Some(b),
+                                Found::Engine(_) => None,
+                            })
+                            .collect());
                     }
                 }
                 let found = self.find(&ops, max_workspace_bytes, deterministic)?;
-                self.inner.find_cache.insert(key, found.clone());
+                self.inner
+                    .find_cache
+                    .insert(key, found.iter().copied().map(Found::Algo).collect());
                 Ok(found)
             })
             .py_err(py)?;
         let items = found
             .into_iter()
             .map(|b| algo_perf(py, b))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// The graph API's heuristic engine for these operands: the first of cuDNN's ranked
+    /// engines that builds and fits the descriptor's math type (and, with
+    /// `deterministic=True`, is deterministic). `BestEngine()` runs this engine when not
+    /// asked for determinism. The CPU device answers with a stand-in (engine 0).
+    #[pyo3(signature = (w, dy, dx, conv, *, deterministic = false))]
+    fn get_convolution_backward_data_engine<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyFilter>,
+        dy: &Bound<'py, PyTensor>,
+        dx: &Bound<'py, PyTensor>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let engine = py
+            .detach(|| -> Result<crate::convolution::Engine> {
+                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                let descs = ops.descs();
+                match self.inner.device {
+                    DeviceId::Cpu => crate::reference::device::engine_stand_in(&descs.problem()),
+                    DeviceId::Cuda(_) => self
+                        .inner
+                        .gpu()?
+                        .ctx
+                        .get_engine_raw(descs.problem(), deterministic),
+                }
+            })
+            .py_err(py)?;
+        engine_record(py, engine)
+    }
+
+    /// Autotunes the graph API on these operands: builds up to `limit` of the heuristic's
+    /// engines (those fitting the math type, `deterministic` and `max_workspace_bytes`),
+    /// times each (best of three runs after a warm-up) into a scratch `dx`, and returns
+    /// them fastest first; `dx` is not modified. Cached per problem on the handle like
+    /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).
+    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, limit = 16, use_cache = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn find_convolution_backward_data_engine<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyFilter>,
+        dy: &Bound<'py, PyTensor>,
+        dx: &Bound<'py, PyTensor>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+        max_workspace_bytes: Option<usize>,
+        deterministic: bool,
+        limit: usize,
+        use_cache: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if limit == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "limit must be at least 1",
+            ));
+        }
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let found = py
+            .detach(|| -> Result<Vec<crate::convolution::Engine>> {
+                let key = format!(
+                    "engines limit {limit} | {}",
+                    super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic)
+                );
+                let engines = |found: Vec<Found>| -> Vec<crate::convolution::Engine> {
+                    found
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            Found::Engine(e) => Some(e),
+                            Found::Algo(_) => None,
+                        })
+                        .collect()
+                };
+                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                if use_cache {
+                    if let Some(found) = self.inner.find_cache.get(&key) {
+                        return Ok(engines(found));
+                    }
+                }
+                let found = self.find_engines(&ops, max_workspace_bytes, deterministic, limit)?;
+                self.inner
+                    .find_cache
+                    .insert(key, found.iter().copied().map(Found::Engine).collect());
+                Ok(found)
+            })
+            .py_err(py)?;
+        let items = found
+            .into_iter()
+            .map(|e| engine_record(py, e))
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
@@ -540,6 +658,52 @@ impl PyHandle {
 }
 
 impl PyHandle {
+    /// Times the graph API's engines (see `find_convolution_backward_data_engine`). The
+    /// CPU device times its one computation for the stand-in engine.
+    fn find_engines(
+        &self,
+        ops: &Operands<'_>,
+        max_ws: Option<usize>,
+        deterministic: bool,
+        limit: usize,
+    ) -> Result<Vec<crate::convolution::Engine>> {
+        let descs = ops.descs();
+        match self.inner.device {
+            DeviceId::Cpu => {
+                let engine = crate::reference::device::engine_stand_in(&descs.problem())?;
+                let scratch = Arc::new(TensorCore::scratch_like(ops.dx)?);
+                let timing_ops = Operands {
+                    w: ops.w,
+                    dy: ops.dy,
+                    dx: &scratch,
+                    conv: Arc::clone(&ops.conv),
+                };
+                let start = std::time::Instant::now();
+                self.run(1.0, &timing_ops, &SelectedAlgo::engine(engine), None, 0.0)?;
+                Ok(vec![engine.with_time(start.elapsed().as_secs_f32() * 1e3)])
+            }
+            DeviceId::Cuda(_) => {
+                let state = self.inner.gpu()?;
+                let stream = Arc::clone(state.ctx.stream());
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let (wp, _g1) = w.device_ptr(&stream)?;
+                let (dyp, _g2) = dy.device_ptr(&stream)?;
+                // SAFETY: the read locks keep both buffers alive and unwritten until the
+                // measurement returns; each was allocated for its descriptor.
+                unsafe {
+                    state.ctx.find_engines_raw(
+                        descs.problem(),
+                        wp,
+                        dyp,
+                        max_ws,
+                        deterministic,
+                        limit,
+                    )
+                }
+            }
+        }
+    }
+
     fn find(
         &self,
         ops: &Operands<'_>,
@@ -571,11 +735,7 @@ impl PyHandle {
                     }));
                 };
                 let scratch = TensorCore::scratch_like(ops.dx)?;
-                let sel = SelectedAlgo {
-                    kind: first.kind(),
-                    algo: first,
-                    best: None,
-                };
+                let sel = SelectedAlgo::legacy(first.kind(), first, None);
                 let scratch = Arc::new(scratch);
                 let timing_ops = Operands {
                     w: ops.w,
@@ -739,7 +899,7 @@ pub(crate) fn convolution_backward_data<'py>(
             dx: &dx_core,
             conv: conv_ref.raw(),
         };
-        h.one_call(&ops, sel, alpha)
+        h.one_call(&ops, sel.as_ref(), alpha)
     })
     .py_err(py)?;
     Bound::new(py, PyTensor { core: dx_core })

@@ -5,9 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 use pyo3::PyClassInitializer;
 
-use crate::convolution::{
-    AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, ConvolutionMode,
-};
+use crate::convolution::{AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionMode, Engine, Route};
 use crate::data_type::DType;
 use crate::determinism::Determinism;
 use crate::math_type::MathType;
@@ -401,7 +399,7 @@ pub(crate) struct PyAlgorithm {
 
 #[pymethods]
 impl PyAlgorithm {
-    /// The algorithm's name ("DataAlgo0", ..., "BestHeuristic").
+    /// The algorithm's name ("DataAlgo0", ..., "BestHeuristic", "Engine", "BestEngine").
     #[getter]
     fn name(&self) -> &'static str {
         self.kind.name()
@@ -413,10 +411,15 @@ impl PyAlgorithm {
         let (Ok(a), Ok(b)) = (selected_algo(slf.as_any()), selected_algo(other)) else {
             return false;
         };
-        a.kind == b.kind && a.algo == b.algo
+        a.kind == b.kind && a.route == b.route
     }
     fn __hash__(slf: &Bound<'_, Self>) -> u64 {
-        selected_algo(slf.as_any()).map_or(0, |s| (s.kind as u64) << 8 | s.algo as u64)
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        if let Ok(s) = selected_algo(slf.as_any()) {
+            (s.kind, s.route).hash(&mut h);
+        }
+        h.finish()
     }
 }
 
@@ -440,7 +443,7 @@ macro_rules! algo_classes {
         pub(crate) fn algo_instance(py: Python<'_>, algo: BwdDataAlgo) -> PyResult<Bound<'_, PyAny>> {
             Ok(match algo.kind() {
                 $(AlgoKind::$kind => Bound::new(py, PyClassInitializer::from(PyAlgorithm { kind: AlgoKind::$kind }).add_subclass($cls))?.into_any(),)*
-                AlgoKind::BestHeuristic => py.None().into_bound(py),
+                _ => py.None().into_bound(py),
             })
         }
 
@@ -449,6 +452,7 @@ macro_rules! algo_classes {
             $(m.add_class::<$cls>()?;)*
             m.add_class::<PyBestHeuristic>()?;
             m.add_class::<PyAlgoPerf>()?;
+            m.add_class::<PyEngine>()?;
             Ok(())
         }
     };
@@ -461,6 +465,7 @@ algo_classes! {
     PyFftTiling => "FftTiling", FftTiling, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: tiled FFT.";
     PyWinograd => "Winograd", Winograd, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: fused Winograd.";
     PyWinogradNonFused => "WinogradNonFused", WinogradNonFused, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED.";
+    PyBestEngine => "BestEngine", BestEngine, "The graph API's heuristic engine for the problem, chosen on first use per problem and kept on the handle.";
 }
 
 /// An algorithm cuDNN chose, with what it said of it. Usable wherever an algorithm is.
@@ -536,43 +541,139 @@ pub(crate) fn algo_perf(py: Python<'_>, best: BestHeuristic) -> PyResult<Bound<'
     Ok(Bound::new(py, init)?.into_any())
 }
 
-/// What an algorithm argument selects: the support-table column, the algorithm to run,
-/// and (for heuristic results) the record.
+/// One graph-API engine configuration, as `get_/find_convolution_backward_data_engine`
+/// return it. Usable wherever an algorithm is (where the support table lists `Engine`).
+#[pyclass(extends = PyAlgorithm, frozen, name = "Engine", module = "cudnn_rs")]
+pub(crate) struct PyEngine {
+    pub engine: Engine,
+}
+
+#[pymethods]
+impl PyEngine {
+    /// The engine's global index in cuDNN.
+    #[getter]
+    fn index(&self) -> i64 {
+        self.engine.config().index()
+    }
+    /// The knob choices, `(knob type, value)` as cuDNN numbers them.
+    #[getter]
+    fn knobs(&self) -> Vec<(u32, i64)> {
+        self.engine.config().knobs().collect()
+    }
+    /// Milliseconds measured (`find_convolution_backward_data_engine`), or -1.0.
+    #[getter]
+    fn time(&self) -> f32 {
+        self.engine.time()
+    }
+    /// Workspace bytes the engine needs for the problem it was chosen for.
+    #[getter]
+    fn workspace_size(&self) -> usize {
+        self.engine.workspace_size()
+    }
+    #[getter]
+    fn determinism(&self) -> PyDeterminism {
+        self.engine.determinism().into()
+    }
+    /// `TensorOp` when the engine runs on tensor cores (TF32 for f32 data), else `Fma`.
+    #[getter]
+    fn math_type(&self) -> PyMathType {
+        self.engine.math_type().into()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "cudnn_rs.Engine(index={}, knobs={:?}, time={}, workspace_size={}, determinism={}, math_type={})",
+            self.engine.config().index(),
+            self.engine.config().knobs().collect::<Vec<_>>(),
+            self.engine.time(),
+            self.engine.workspace_size(),
+            self.engine.determinism().name(),
+            self.engine.math_type().name()
+        )
+    }
+}
+
+pub(crate) fn engine_record(py: Python<'_>, engine: Engine) -> PyResult<Bound<'_, PyAny>> {
+    let init = PyClassInitializer::from(PyAlgorithm {
+        kind: AlgoKind::Engine,
+    })
+    .add_subclass(PyEngine { engine });
+    Ok(Bound::new(py, init)?.into_any())
+}
+
+/// What an algorithm argument selects: the support-table column, how the call runs,
+/// and (for heuristic and measured results) the record.
 #[derive(Clone, Copy)]
 pub(crate) struct SelectedAlgo {
     pub kind: AlgoKind,
-    pub algo: BwdDataAlgo,
+    pub route: Route,
     pub best: Option<BestHeuristic>,
+    pub engine: Option<Engine>,
 }
 
-/// Reads an algorithm argument: an instance of a marker class or of `BestHeuristic`;
-/// a marker class itself is accepted too.
+impl SelectedAlgo {
+    pub(crate) fn legacy(kind: AlgoKind, algo: BwdDataAlgo, best: Option<BestHeuristic>) -> Self {
+        Self {
+            kind,
+            route: Route::Legacy(algo),
+            best,
+            engine: None,
+        }
+    }
+
+    pub(crate) fn engine(engine: Engine) -> Self {
+        Self {
+            kind: AlgoKind::Engine,
+            route: Route::Engine(Some(engine.config())),
+            best: None,
+            engine: Some(engine),
+        }
+    }
+
+    /// The math type the algorithm record asks for (heuristic results).
+    pub(crate) fn math(&self) -> Option<MathType> {
+        self.best.map(|b| b.math_type())
+    }
+}
+
+/// Reads an algorithm argument: an instance of a marker class, of `BestHeuristic` or of
+/// `Engine`; a marker class itself is accepted too.
 pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
     if let Ok(b) = obj.cast::<PyBestHeuristic>() {
         let best = b.get().best;
-        return Ok(SelectedAlgo {
-            kind: AlgoKind::BestHeuristic,
-            algo: best.algo(),
-            best: Some(best),
-        });
+        return Ok(SelectedAlgo::legacy(
+            AlgoKind::BestHeuristic,
+            best.algo(),
+            Some(best),
+        ));
+    }
+    if let Ok(e) = obj.cast::<PyEngine>() {
+        return Ok(SelectedAlgo::engine(e.get().engine));
     }
     if let Ok(a) = obj.cast::<PyAlgorithm>() {
         let kind = a.get().kind;
         if let Some(algo) = kind.fixed() {
+            return Ok(SelectedAlgo::legacy(kind, algo, None));
+        }
+        if kind == AlgoKind::BestEngine {
             return Ok(SelectedAlgo {
                 kind,
-                algo,
+                route: Route::Engine(None),
                 best: None,
+                engine: None,
             });
         }
     }
     if let Ok(t) = obj.cast::<PyType>() {
-        if t.is_subclass_of::<PyAlgorithm>()? && !t.is_subclass_of::<PyBestHeuristic>()? {
+        if t.is_subclass_of::<PyAlgorithm>()?
+            && !t.is_subclass_of::<PyBestHeuristic>()?
+            && !t.is_subclass_of::<PyEngine>()?
+        {
             return selected_algo(&t.call0()?);
         }
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "expected an algorithm (cudnn_rs.DataAlgo0(), ..., or a BestHeuristic), got {}",
+        "expected an algorithm (cudnn_rs.DataAlgo0(), ..., cudnn_rs.BestEngine(), a \
+         BestHeuristic or an Engine), got {}",
         obj.repr().map(|r| r.to_string()).unwrap_or_default()
     )))
 }

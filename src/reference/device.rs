@@ -84,7 +84,7 @@ pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
             l.algos
                 .iter()
                 .find(|a| **a == crate::convolution::AlgoKind::DataAlgo1)
-                .or(l.algos.first())
+                .or(l.algos.iter().find(|a| a.fixed().is_some()))
         })
         .and_then(|a| a.fixed())
         .unwrap_or(crate::convolution::BwdDataAlgo::Algo1);
@@ -94,6 +94,23 @@ pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
         0,
         crate::determinism::Determinism::Deterministic,
         problem.conv.math_type(),
+    ))
+}
+
+/// What the CPU device answers to "which graph-API engine": a stand-in, engine 0 with no
+/// knobs, needing no workspace, deterministic and without tensor cores (the reference
+/// computes exactly), for configurations the table lists `Engine` for.
+pub fn engine_stand_in(problem: &RawProblem<'_>) -> Result<crate::convolution::Engine> {
+    problem.validate(crate::convolution::AlgoKind::Engine)?;
+    let config = crate::convolution::EngineConfig::new(0, &[]).ok_or_else(|| {
+        crate::error::Error::InvalidArgument("engine 0 has no configuration".into())
+    })?;
+    Ok(crate::convolution::Engine::new(
+        config,
+        -1.0,
+        0,
+        crate::determinism::Determinism::Deterministic,
+        crate::math_type::MathType::Fma,
     ))
 }
 

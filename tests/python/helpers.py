@@ -42,6 +42,9 @@ FIXED_ALGORITHMS = (
     "Winograd",
     "WinogradNonFused",
 )
+# The graph (backend) API's columns: a chosen engine record and the heuristic marker.
+ENGINE_ALGORITHMS = ("Engine", "BestEngine")
+ALL_ALGORITHMS = (*FIXED_ALGORITHMS, "BestHeuristic", *ENGINE_ALGORITHMS)
 
 # alpha/beta values exactly representable in every float type, so that rounding the
 # scaling factors to the compute type changes nothing.
@@ -106,19 +109,33 @@ def support_rows() -> list[Row]:
 
 
 def config_rows(rows: Iterable[Row] | None = None) -> list[Row]:
-    """One row per configuration (its BestHeuristic row), in table order."""
-    seen: dict[tuple[str | int, ...], Row] = {}
+    """One row per configuration, in table order: its BestHeuristic row, or its
+    BestEngine row where only the graph API runs the configuration (what the one-call
+    API picks when given no algorithm)."""
+    algos: dict[tuple[str | int, ...], set[str]] = {}
+    first: dict[tuple[str | int, ...], Row] = {}
     for row in support_rows() if rows is None else rows:
-        seen.setdefault(row.config, row.with_algo("BestHeuristic"))
-    return list(seen.values())
+        algos.setdefault(row.config, set()).add(row.algo)
+        first.setdefault(row.config, row)
+    return [
+        row.with_algo(
+            "BestHeuristic" if "BestHeuristic" in algos[config] else "BestEngine"
+        )
+        for config, row in first.items()
+    ]
+
+
+def legacy_config_rows(rows: Iterable[Row] | None = None) -> list[Row]:
+    """The configurations a legacy algorithm runs (their BestHeuristic rows)."""
+    return [row for row in config_rows(rows) if row.algo == "BestHeuristic"]
 
 
 def fixed_algorithms_of(row: Row, rows: Iterable[Row] | None = None) -> list[str]:
-    """The fixed algorithms the table admits for ``row``'s configuration."""
+    """The fixed (legacy) algorithms the table admits for ``row``'s configuration."""
     return [
         r.algo
         for r in (support_rows() if rows is None else rows)
-        if r.config == row.config and r.algo != "BestHeuristic"
+        if r.config == row.config and r.algo in FIXED_ALGORITHMS
     ]
 
 
@@ -369,9 +386,14 @@ def problem_from_host(
 
 
 def choose_algorithm(handle: cd.Handle, problem: Problem) -> cd.Algorithm:
-    """The row's fixed algorithm, or the handle's heuristic pick for BestHeuristic."""
+    """The row's algorithm: the marker, or the handle's pick for BestHeuristic and
+    Engine."""
     if problem.row.algo == "BestHeuristic":
         return handle.get_convolution_backward_data_algorithm(
+            problem.w, problem.dy, problem.dx, problem.conv
+        )
+    if problem.row.algo == "Engine":
+        return handle.get_convolution_backward_data_engine(
             problem.w, problem.dy, problem.dx, problem.conv
         )
     return fixed_algorithm(problem.row.algo)

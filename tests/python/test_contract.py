@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
+from helpers import ALL_ALGORITHMS, FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
 
 import cudnn_rs as cd
 
@@ -262,9 +262,8 @@ def test_supported_configurations_rows_are_well_formed() -> None:
         assert all(type(field) is int for field in row[8:]), row
     rows = support_rows()
     assert len(set(rows)) == len(rows), "duplicate rows"
-    algorithms = {*FIXED_ALGORITHMS, "BestHeuristic"}
     for row in rows:
-        assert row.algo in algorithms, row
+        assert row.algo in ALL_ALGORITHMS, row
         for dtype in (row.filter_dtype, row.dy_dtype, row.comp_dtype, row.dx_dtype):
             assert dtype in NUMPY_DTYPES, row
         for fmt in (row.filter_format, row.dy_format, row.dx_format):
@@ -273,13 +272,23 @@ def test_supported_configurations_rows_are_well_formed() -> None:
         assert row.tensor_dims == row.conv_dims + 2, row
 
 
-def test_every_configuration_has_a_best_heuristic_row_and_a_fixed_algorithm() -> None:
+def test_best_heuristic_goes_with_fixed_algorithms_and_engines_with_best_engine() -> (
+    None
+):
     rows = support_rows()
     configs = {row.config for row in rows}
     for config in configs:
         algos = {row.algo for row in rows if row.config == config}
-        assert "BestHeuristic" in algos, config
-        assert algos - {"BestHeuristic"}, f"{config} has no fixed algorithm"
+        fixed = algos & set(FIXED_ALGORITHMS)
+        assert ("BestHeuristic" in algos) == bool(fixed), config
+        assert ("Engine" in algos) == ("BestEngine" in algos), config
+        assert fixed or "Engine" in algos, f"{config} has no algorithm"
+    # The graph API runs every format combination the legacy API does, and more.
+    engine_configs = {row.config for row in rows if row.algo == "Engine"}
+    assert engine_configs == configs
+    assert any(
+        "BestHeuristic" not in {r.algo for r in rows if r.config == c} for c in configs
+    )
 
 
 def test_the_original_f32_nchw_rows_are_supported() -> None:

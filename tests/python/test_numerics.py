@@ -22,6 +22,7 @@ from helpers import (
     contents,
     fixed_algorithm,
     fixed_algorithms_of,
+    legacy_config_rows,
     make_problem,
     problem_from_host,
     random_case,
@@ -34,6 +35,7 @@ import cudnn_rs as cd
 
 ROWS = support_rows()
 CONFIGS = config_rows(ROWS)
+LEGACY_CONFIGS = legacy_config_rows(ROWS)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
@@ -226,7 +228,7 @@ def test_empty_dx_with_beta_zero(cpu: cd.Handle, rng: np.random.Generator) -> No
     assert_close(got, problem.expected(), "f32", problem.describe())
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
 def test_all_algorithms_of_a_configuration_agree(
     cpu: cd.Handle, rng: np.random.Generator, config: Row
 ) -> None:
@@ -242,7 +244,7 @@ def test_all_algorithms_of_a_configuration_agree(
         assert_close(got, expected, config.dx_dtype, f"{name}: {problem.describe()}")
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
 def test_heuristic(cpu: cd.Handle, rng: np.random.Generator, config: Row) -> None:
     case = random_case(rng, config.conv_dims)
     problem = make_problem(cpu, config, case, rng, poison_dx=True)
@@ -278,7 +280,7 @@ def test_heuristic(cpu: cd.Handle, rng: np.random.Generator, config: Row) -> Non
         assert_close(got, problem.expected(), config.dx_dtype, problem.describe())
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
 def test_deterministic_heuristic(
     cpu: cd.Handle, rng: np.random.Generator, config: Row
 ) -> None:
@@ -291,7 +293,7 @@ def test_deterministic_heuristic(
     assert best.algo.name in fixed_algorithms_of(config, ROWS)
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
 def test_find_lists_usable_algorithms_fastest_first(
     cpu: cd.Handle, rng: np.random.Generator, config: Row
 ) -> None:
@@ -340,7 +342,7 @@ def test_find_respects_workspace_limit_and_determinism(
     assert all(perf.determinism == cd.Determinism.Deterministic for perf in perfs)
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
 def test_workspace_size_and_workspace(
     cpu: cd.Handle, rng: np.random.Generator, config: Row
 ) -> None:
@@ -381,7 +383,8 @@ def test_one_call_api(
 ) -> None:
     case = random_case(rng, config.conv_dims)
     problem = make_problem(cpu, config, case, rng)
-    chosen = None if algo is None else fixed_algorithm(fixed_algorithms_of(config)[0])
+    fixed = fixed_algorithms_of(config)
+    chosen = None if algo is None else fixed_algorithm((*fixed, "BestEngine")[0])
     fmt = getattr(cd, config.dx_format)
     dx = cd.convolution_backward_data(
         cpu,
@@ -441,3 +444,72 @@ def test_integer_alpha_beta_are_accepted(
         problem.dx,
     )
     assert_close(problem.dx.to_numpy(), problem.expected(2.0, 1.0), "f64", "ints")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+def test_graph_api_engines_on_the_cpu_device(
+    cpu: cd.Handle, rng: np.random.Generator, config: Row
+) -> None:
+    case = random_case(rng, config.conv_dims)
+    problem = make_problem(cpu, config, case, rng, poison_dx=False)
+    before = contents(problem.dx)
+    engine = cpu.get_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert isinstance(engine, cd.Engine) and isinstance(engine, cd.Algorithm)
+    assert engine.name == "Engine" and engine.index == 0 and engine.knobs == []
+    assert engine.determinism == cd.Determinism.Deterministic
+    assert engine.time == -1.0 and engine.workspace_size == 0
+    found = cpu.find_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert contents(problem.dx) == before, "a query wrote to dx"
+    assert len(found) == 1 and found[0] == engine and found[0].time >= 0.0
+    for algo in (engine, cd.BestEngine(), cd.BestEngine):
+        assert (
+            cpu.get_convolution_backward_data_workspace_size(
+                problem.w, problem.dy, problem.dx, problem.conv, algo
+            )
+            is None
+        )
+        problem.dx = cd.Tensor.from_numpy(
+            cpu, problem.dx_host, format=getattr(cd, config.dx_format)
+        )
+        got = run_backward_data(cpu, problem, algo, 0.5, -1.0)
+        assert_close(
+            got, problem.expected(0.5, -1.0), config.dx_dtype, problem.describe()
+        )
+
+
+def test_engine_records_compare_by_engine_and_print_their_fields(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    row = require_row(dtype="f32", dy_format="NHWC", dx_format="NCHW")
+    problem = make_problem(cpu, row, GEOMETRIES_2D["3x3-pad1"], rng)
+    a = cpu.get_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    b = cpu.get_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv, deterministic=True
+    )
+    assert a == b and hash(a) == hash(b)
+    assert a != cd.BestEngine() and cd.BestEngine() == cd.BestEngine()
+    assert hash(cd.BestEngine()) == hash(cd.BestEngine())
+    assert "index=0" in repr(a) and "Fma" in repr(a)
+    assert repr(cd.BestEngine()) == "cudnn_rs.BestEngine()"
+    with pytest.raises(TypeError):
+        cd.Engine()  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="limit"):
+        cpu.find_convolution_backward_data_engine(
+            problem.w, problem.dy, problem.dx, problem.conv, limit=0
+        )
+    # Only the graph API runs this format combination: the legacy heuristic refuses
+    # it before anything runs, and the one-call API picks BestEngine by itself.
+    with pytest.raises(cd.UnsupportedConfigurationError, match="BestHeuristic"):
+        cpu.get_convolution_backward_data_algorithm(
+            problem.w, problem.dy, problem.dx, problem.conv
+        )
+    dx = cd.convolution_backward_data(
+        cpu, problem.w, problem.dy, problem.conv, problem.dx.shape, format=cd.NCHW
+    )
+    assert_close(dx.to_numpy(), problem.expected(), "f32", problem.describe())

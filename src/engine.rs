@@ -1,0 +1,741 @@
+//! Backward data through cuDNN's graph (backend) API: one convolution-backward-data
+//! operation in an operation graph, the engines cuDNN's heuristic ranks for it, and
+//! execution plans built from them.
+//!
+//! Why a second path beside `cudnnConvolutionBackwardData`: the legacy algorithm enum
+//! cannot reach some of cuDNN 9's engines (on the H200, the fast FMA kernels for
+//! channels-last f32 are among them). An engine is named by its global index and knob
+//! choices ([`EngineConfig`]), so a configuration found for one problem can be built again
+//! for the same problem later, or in another process.
+//!
+//! The scaling factors are attributes of the operation, so plans are built per
+//! (problem, alpha, beta, pointer alignment); the context keeps them (see `context.rs`).
+
+use std::ffi::c_void;
+
+use cudarc::cudnn::sys::{
+    cudnnBackendAttributeName_t as Attr, cudnnBackendAttributeType_t as Ty,
+    cudnnBackendBehaviorNote_t as Behavior, cudnnBackendDescriptorType_t as Kind,
+    cudnnBackendHeurMode_t as HeurMode, cudnnBackendNumericalNote_t as Note,
+    cudnnConvolutionMode_t,
+};
+
+use crate::context::{RawPointers, RawProblem};
+use crate::convolution::convolution_algo::MAX_KNOBS;
+use crate::convolution::{ConvolutionMode, Engine, EngineConfig};
+use crate::data_type::DType;
+use crate::determinism::Determinism;
+use crate::error::{CudnnError, Error, Result};
+use crate::library::CudnnLibrary;
+use crate::math_type::MathType;
+use crate::sys::{BackendDesc, CudnnHandle};
+use crate::tensor::Format;
+
+/// Unique ids of the three tensors in the operation graph and the variant pack.
+const UID_DX: i64 = 1;
+const UID_W: i64 = 2;
+const UID_DY: i64 = 3;
+
+/// Heuristic results read per mode; cuDNN ranks a few dozen engines at most.
+const MAX_CANDIDATES: usize = 64;
+
+/// One graph-API descriptor, destroyed on drop.
+pub(crate) struct Desc {
+    ptr: BackendDesc,
+    lib: &'static CudnnLibrary,
+}
+
+// SAFETY: a backend descriptor is a host-side object; the context that owns it uses it
+// from one thread at a time (`CudnnContext` is `Send`, not `Sync`).
+unsafe impl Send for Desc {}
+
+impl Drop for Desc {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was created by cudnnBackendCreateDescriptor of this library and is
+        // destroyed exactly once, here.
+        unsafe { (self.lib.api.cudnnBackendDestroyDescriptor)(self.ptr) };
+    }
+}
+
+fn status(code: u32, what: impl FnOnce() -> String) -> Result<()> {
+    match CudnnError::from_code(code) {
+        None => Ok(()),
+        Some(e) => Err(Error::cudnn(e, what())),
+    }
+}
+
+impl Desc {
+    fn new(lib: &'static CudnnLibrary, kind: Kind) -> Result<Self> {
+        let mut ptr: BackendDesc = std::ptr::null_mut();
+        // SAFETY: cuDNN writes one descriptor pointer.
+        let code = unsafe { (lib.api.cudnnBackendCreateDescriptor)(kind as u32, &raw mut ptr) };
+        status(code, || format!("creating a graph-API {kind:?}"))?;
+        Ok(Self { ptr, lib })
+    }
+
+    /// Sets attribute `name` to `values`, `count` elements of cuDNN type `ty`.
+    ///
+    /// # Safety
+    /// `values` must point to `count` elements of the C type cuDNN reads for `ty`.
+    unsafe fn set_raw(
+        &self,
+        name: Attr,
+        ty: Ty,
+        count: usize,
+        values: *const c_void,
+    ) -> Result<()> {
+        // SAFETY: the descriptor is live; the caller vouches for the element type.
+        let code = unsafe {
+            (self.lib.api.cudnnBackendSetAttribute)(
+                self.ptr,
+                name as u32,
+                ty as u32,
+                i64::try_from(count).unwrap_or(i64::MAX),
+                values,
+            )
+        };
+        status(code, || format!("setting {name:?}"))
+    }
+
+    fn set_i64s(&self, name: Attr, values: &[i64]) -> Result<()> {
+        // SAFETY: `values` holds `values.len()` int64_t.
+        unsafe {
+            self.set_raw(
+                name,
+                Ty::CUDNN_TYPE_INT64,
+                values.len(),
+                values.as_ptr().cast(),
+            )
+        }
+    }
+
+    /// An attribute whose C type is a 32-bit enum (data type, mode, knob type, ...).
+    fn set_enum(&self, name: Attr, ty: Ty, value: u32) -> Result<()> {
+        // SAFETY: cuDNN's enums are 32-bit; one element.
+        unsafe { self.set_raw(name, ty, 1, (&raw const value).cast()) }
+    }
+
+    fn set_descs(&self, name: Attr, descs: &[&Desc]) -> Result<()> {
+        let ptrs: Vec<BackendDesc> = descs.iter().map(|d| d.ptr).collect();
+        // SAFETY: `ptrs` holds live descriptors, as many as passed.
+        unsafe {
+            self.set_raw(
+                name,
+                Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                ptrs.len(),
+                ptrs.as_ptr().cast(),
+            )
+        }
+    }
+
+    fn finalize(&self, what: impl FnOnce() -> String) -> Result<()> {
+        // SAFETY: the descriptor is live.
+        let code = unsafe { (self.lib.api.cudnnBackendFinalize)(self.ptr) };
+        status(code, what)
+    }
+
+    /// Reads up to `out.len()` elements of attribute `name`; returns how many there are.
+    ///
+    /// # Safety
+    /// `out` must be `out.len()` elements of the C type cuDNN writes for `ty`.
+    unsafe fn get_raw<T>(&self, name: Attr, ty: Ty, out: &mut [T]) -> Result<usize> {
+        let mut count = 0i64;
+        // SAFETY: the descriptor is live; `out` has room for the requested elements.
+        let code = unsafe {
+            (self.lib.api.cudnnBackendGetAttribute)(
+                self.ptr,
+                name as u32,
+                ty as u32,
+                i64::try_from(out.len()).unwrap_or(i64::MAX),
+                &raw mut count,
+                out.as_mut_ptr().cast(),
+            )
+        };
+        status(code, || format!("reading {name:?}"))?;
+        Ok(usize::try_from(count).unwrap_or(0).min(out.len()))
+    }
+
+    fn get_i64(&self, name: Attr) -> Result<i64> {
+        let mut v = [0i64];
+        // SAFETY: one int64_t.
+        unsafe { self.get_raw(name, Ty::CUDNN_TYPE_INT64, &mut v) }?;
+        Ok(v[0])
+    }
+
+    fn get_enums(&self, name: Attr, ty: Ty) -> Result<Vec<u32>> {
+        let mut v = [0u32; 32];
+        // SAFETY: 32-bit enum elements.
+        let n = unsafe { self.get_raw(name, ty, &mut v) }?;
+        Ok(v[..n].to_vec())
+    }
+
+    /// Fills `out` (created, not finalized descriptors of the right kind) from a
+    /// descriptor-array attribute; returns how many cuDNN filled.
+    fn get_descs(&self, name: Attr, out: &[Desc]) -> Result<usize> {
+        let mut ptrs: Vec<BackendDesc> = out.iter().map(|d| d.ptr).collect();
+        // SAFETY: `ptrs` holds live descriptors for cuDNN to fill.
+        unsafe { self.get_raw(name, Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut ptrs) }
+    }
+
+    /// How many elements a descriptor-array attribute has.
+    fn count_descs(&self, name: Attr) -> Result<usize> {
+        let mut count = 0i64;
+        // SAFETY: zero elements requested; cuDNN only writes the count.
+        let code = unsafe {
+            (self.lib.api.cudnnBackendGetAttribute)(
+                self.ptr,
+                name as u32,
+                Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR as u32,
+                0,
+                &raw mut count,
+                std::ptr::null_mut(),
+            )
+        };
+        status(code, || format!("counting {name:?}"))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+}
+
+/// The operation graph of one problem with its scaling factors; it keeps the descriptors
+/// it was built from alive.
+pub(crate) struct OpGraph {
+    graph: Desc,
+    _parts: Vec<Desc>,
+}
+
+/// Logical strides of a packed tensor of logical shape `shape` (N, C, spatial...) stored
+/// in `format`.
+fn strides(shape: &[usize], format: Format) -> Result<Vec<i64>> {
+    let n = shape.len();
+    // Physical order of the logical dimensions, outermost first.
+    let order: Vec<usize> = match format {
+        Format::Nchw => (0..n).collect(),
+        Format::Nhwc => std::iter::once(0)
+            .chain(2..n)
+            .chain(std::iter::once(1))
+            .collect(),
+        other => {
+            return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
+                requested: format!("the graph API with format {other}"),
+                nearest: vec!["NCHW or NHWC".into()],
+            }))
+        }
+    };
+    let mut out = vec![0i64; n];
+    let mut step = 1i64;
+    for &d in order.iter().rev() {
+        out[d] = step;
+        step = step.saturating_mul(i64::try_from(shape[d]).unwrap_or(i64::MAX));
+    }
+    Ok(out)
+}
+
+fn to_i64(v: &[usize]) -> Vec<i64> {
+    v.iter()
+        .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+        .collect()
+}
+
+fn tensor(
+    lib: &'static CudnnLibrary,
+    uid: i64,
+    d: &crate::tensor::RawDescriptor,
+    align: i64,
+) -> Result<Desc> {
+    let t = Desc::new(lib, Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
+    t.set_enum(
+        Attr::CUDNN_ATTR_TENSOR_DATA_TYPE,
+        Ty::CUDNN_TYPE_DATA_TYPE,
+        d.dtype().raw() as u32,
+    )?;
+    t.set_i64s(Attr::CUDNN_ATTR_TENSOR_DIMENSIONS, &to_i64(d.shape()))?;
+    t.set_i64s(
+        Attr::CUDNN_ATTR_TENSOR_STRIDES,
+        &strides(d.shape(), d.format())?,
+    )?;
+    t.set_i64s(Attr::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[uid])?;
+    t.set_i64s(Attr::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[align])?;
+    t.finalize(|| format!("building the graph-API tensor {d}"))?;
+    Ok(t)
+}
+
+/// Builds the operation graph `dx = alpha * dgrad(w, dy) + beta * dx`.
+pub(crate) fn build_graph(
+    lib: &'static CudnnLibrary,
+    handle: CudnnHandle,
+    p: &RawProblem<'_>,
+    alpha: f64,
+    beta: f64,
+    align: i64,
+) -> Result<OpGraph> {
+    let (w, dy, dx) = (
+        tensor(lib, UID_W, p.w, align)?,
+        tensor(lib, UID_DY, p.dy, align)?,
+        tensor(lib, UID_DX, p.dx, align)?,
+    );
+    let params = p.conv.params();
+    let conv = Desc::new(lib, Kind::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
+    conv.set_enum(
+        Attr::CUDNN_ATTR_CONVOLUTION_COMP_TYPE,
+        Ty::CUDNN_TYPE_DATA_TYPE,
+        p.conv.comp().raw() as u32,
+    )?;
+    let mode = match params.mode {
+        ConvolutionMode::Convolution => cudnnConvolutionMode_t::CUDNN_CONVOLUTION,
+        ConvolutionMode::CrossCorrelation => cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION,
+    };
+    conv.set_enum(
+        Attr::CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+        Ty::CUDNN_TYPE_CONVOLUTION_MODE,
+        mode as u32,
+    )?;
+    conv.set_i64s(
+        Attr::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
+        &[i64::try_from(params.padding.len()).unwrap_or(0)],
+    )?;
+    conv.set_i64s(
+        Attr::CUDNN_ATTR_CONVOLUTION_DILATIONS,
+        &to_i64(&params.dilation),
+    )?;
+    conv.set_i64s(
+        Attr::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+        &to_i64(&params.stride),
+    )?;
+    conv.set_i64s(
+        Attr::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
+        &to_i64(&params.padding),
+    )?;
+    conv.set_i64s(
+        Attr::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
+        &to_i64(&params.padding),
+    )?;
+    conv.finalize(|| "building the graph-API convolution".into())?;
+
+    let op = Desc::new(
+        lib,
+        Kind::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+    )?;
+    if p.dx.dtype() == DType::F64 {
+        // SAFETY: one double each, as CUDNN_TYPE_DOUBLE reads.
+        unsafe {
+            op.set_raw(
+                Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                Ty::CUDNN_TYPE_DOUBLE,
+                1,
+                (&raw const alpha).cast(),
+            )?;
+            op.set_raw(
+                Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                Ty::CUDNN_TYPE_DOUBLE,
+                1,
+                (&raw const beta).cast(),
+            )?;
+        }
+    } else {
+        #[allow(clippy::cast_possible_truncation)] // the scaling type cuDNN reads is float
+        let (a, b) = (alpha as f32, beta as f32);
+        // SAFETY: one float each, as CUDNN_TYPE_FLOAT reads.
+        unsafe {
+            op.set_raw(
+                Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                Ty::CUDNN_TYPE_FLOAT,
+                1,
+                (&raw const a).cast(),
+            )?;
+            op.set_raw(
+                Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                Ty::CUDNN_TYPE_FLOAT,
+                1,
+                (&raw const b).cast(),
+            )?;
+        }
+    }
+    op.set_descs(
+        Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+        &[&conv],
+    )?;
+    op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, &[&w])?;
+    op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, &[&dx])?;
+    op.set_descs(Attr::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, &[&dy])?;
+    op.finalize(|| "building the graph-API backward-data operation".into())?;
+
+    let graph = Desc::new(lib, Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
+    // SAFETY: one cudnnHandle_t.
+    unsafe {
+        graph.set_raw(
+            Attr::CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
+            Ty::CUDNN_TYPE_HANDLE,
+            1,
+            (&raw const handle).cast(),
+        )
+    }?;
+    graph.set_descs(Attr::CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&op])?;
+    graph.finalize(|| "building the graph-API operation graph".into())?;
+    Ok(OpGraph {
+        graph,
+        _parts: vec![w, dy, dx, conv, op],
+    })
+}
+
+/// What cuDNN says of an engine (one flag per note this crate acts on).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)]
+pub(crate) struct Notes {
+    pub tensor_core: bool,
+    pub down_convert: bool,
+    pub reduced_precision: bool,
+    pub nondeterministic: bool,
+    pub runtime_compiled: bool,
+}
+
+impl Notes {
+    fn of(engine: &Desc) -> Result<Self> {
+        let numerical = engine.get_enums(
+            Attr::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+            Ty::CUDNN_TYPE_NUMERICAL_NOTE,
+        )?;
+        let behavior = engine.get_enums(
+            Attr::CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+            Ty::CUDNN_TYPE_BEHAVIOR_NOTE,
+        )?;
+        let has = |n: Note| numerical.contains(&(n as u32));
+        Ok(Self {
+            tensor_core: has(Note::CUDNN_NUMERICAL_NOTE_TENSOR_CORE),
+            down_convert: has(Note::CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS),
+            reduced_precision: has(Note::CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION),
+            nondeterministic: has(Note::CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC),
+            runtime_compiled: behavior
+                .contains(&(Behavior::CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION as u32)),
+        })
+    }
+
+    /// Whether an engine with these notes computes what a call with math type `math` and
+    /// compute type `comp` asks for: `Fma` keeps tensor cores out, only
+    /// `TensorOpAllowConversion` lets inputs be converted down, and a reduction in less than
+    /// the compute type is only taken for half compute. Engines compiled at run time (seconds
+    /// on first use) are left out.
+    pub(crate) fn fit(self, math: MathType, comp: DType) -> bool {
+        !(self.runtime_compiled
+            || (self.tensor_core && math == MathType::Fma)
+            || (self.down_convert && math != MathType::TensorOpAllowConversion)
+            || (self.reduced_precision && comp != DType::F16))
+    }
+
+    fn determinism(self) -> Determinism {
+        if self.nondeterministic {
+            Determinism::NonDeterministic
+        } else {
+            Determinism::Deterministic
+        }
+    }
+
+    fn math_type(self) -> MathType {
+        if self.tensor_core {
+            MathType::TensorOp
+        } else {
+            MathType::Fma
+        }
+    }
+}
+
+/// The engine configurations cuDNN's heuristic ranks for `graph` (mode A, then the
+/// fallback list), best first, without repeats.
+pub(crate) fn candidates(lib: &'static CudnnLibrary, graph: &OpGraph) -> Result<Vec<EngineConfig>> {
+    let mut out: Vec<EngineConfig> = Vec::new();
+    for mode in [
+        HeurMode::CUDNN_HEUR_MODE_A,
+        HeurMode::CUDNN_HEUR_MODE_FALLBACK,
+    ] {
+        let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
+        heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
+        heur.set_enum(
+            Attr::CUDNN_ATTR_ENGINEHEUR_MODE,
+            Ty::CUDNN_TYPE_HEUR_MODE,
+            mode as u32,
+        )?;
+        if heur
+            .finalize(|| "asking the graph-API heuristic".into())
+            .is_err()
+        {
+            continue;
+        }
+        let count = heur
+            .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
+            .min(MAX_CANDIDATES);
+        let cfgs = (0..count)
+            .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
+            .collect::<Result<Vec<_>>>()?;
+        let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
+        for cfg in &cfgs[..filled] {
+            if let Ok(c) = read_config(lib, cfg) {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The engine index and knob choices of a finalized engine configuration.
+fn read_config(lib: &'static CudnnLibrary, cfg: &Desc) -> Result<EngineConfig> {
+    let engine = [Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?];
+    cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &engine)?;
+    let index = engine[0].get_i64(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX)?;
+    if cfg.count_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES)? > MAX_KNOBS {
+        return Err(Error::cudnn(
+            CudnnError::NotSupported,
+            format!("engine {index} has more than {MAX_KNOBS} knobs"),
+        ));
+    }
+    let choices = (0..MAX_KNOBS)
+        .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
+        .collect::<Result<Vec<_>>>()?;
+    let n = cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &choices)?;
+    let mut knobs = Vec::with_capacity(n);
+    for c in &choices[..n] {
+        let kind = c.get_enums(
+            Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+            Ty::CUDNN_TYPE_KNOB_TYPE,
+        )?;
+        let value = c.get_i64(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE)?;
+        knobs.push((kind.first().copied().unwrap_or(0), value));
+    }
+    EngineConfig::new(index, &knobs)
+        .ok_or_else(|| Error::cudnn(CudnnError::NotSupported, "an engine with too many knobs"))
+}
+
+/// An execution plan: one engine configuration built for one operation graph.
+pub(crate) struct Plan {
+    desc: Desc,
+    pub workspace: usize,
+    pub notes: Notes,
+    pub config: EngineConfig,
+    /// The variant pack of the last call, reused while the addresses stay the same.
+    pack: std::cell::RefCell<Option<(PackKey, Desc)>>,
+}
+
+type PackKey = ([u64; 3], (u64, usize));
+
+impl Plan {
+    /// The record users see for this plan.
+    pub(crate) fn engine(&self) -> Engine {
+        Engine::new(
+            self.config,
+            -1.0,
+            self.workspace,
+            self.notes.determinism(),
+            self.notes.math_type(),
+        )
+    }
+}
+
+/// Builds `config` for `graph`; `NOT_SUPPORTED` when the engine does not run it.
+/// `accept` sees the engine's notes before the plan is built; a refusal is `None`.
+pub(crate) fn build_plan(
+    lib: &'static CudnnLibrary,
+    handle: CudnnHandle,
+    graph: &OpGraph,
+    config: EngineConfig,
+    accept: impl Fn(&Notes) -> bool,
+) -> Result<Option<Plan>> {
+    let what = || format!("building graph-API {config}");
+    let engine = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
+    engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
+    engine.set_i64s(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[config.index()])?;
+    engine.finalize(what)?;
+    let notes = Notes::of(&engine)?;
+    if !accept(&notes) {
+        return Ok(None);
+    }
+    let knobs = config
+        .knobs()
+        .map(|(kind, value)| {
+            let k = Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)?;
+            k.set_enum(
+                Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                Ty::CUDNN_TYPE_KNOB_TYPE,
+                kind,
+            )?;
+            k.set_i64s(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, &[value])?;
+            k.finalize(what)?;
+            Ok(k)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let cfg = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)?;
+    cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &[&engine])?;
+    if !knobs.is_empty() {
+        let refs: Vec<&Desc> = knobs.iter().collect();
+        cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &refs)?;
+    }
+    cfg.finalize(what)?;
+    let plan = Desc::new(lib, Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
+    // SAFETY: one cudnnHandle_t.
+    unsafe {
+        plan.set_raw(
+            Attr::CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+            Ty::CUDNN_TYPE_HANDLE,
+            1,
+            (&raw const handle).cast(),
+        )
+    }?;
+    plan.set_descs(Attr::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&cfg])?;
+    plan.finalize(what)?;
+    let workspace =
+        usize::try_from(plan.get_i64(Attr::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?).unwrap_or(0);
+    Ok(Some(Plan {
+        desc: plan,
+        workspace,
+        notes,
+        config,
+        pack: std::cell::RefCell::new(None),
+    }))
+}
+
+/// The variant pack for `ptrs`, built once per set of addresses.
+fn variant_pack(lib: &'static CudnnLibrary, ptrs: &RawPointers) -> Result<Desc> {
+    let pack = Desc::new(lib, Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
+    pack.set_i64s(
+        Attr::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+        &[UID_W, UID_DY, UID_DX],
+    )?;
+    let data: [*mut c_void; 3] = [
+        ptrs.w as *mut c_void,
+        ptrs.dy as *mut c_void,
+        ptrs.dx as *mut c_void,
+    ];
+    let ws: *mut c_void = if ptrs.workspace.1 == 0 {
+        std::ptr::null_mut()
+    } else {
+        ptrs.workspace.0 as *mut c_void
+    };
+    // SAFETY: three device pointers, then one; cuDNN only stores the addresses.
+    unsafe {
+        pack.set_raw(
+            Attr::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+            Ty::CUDNN_TYPE_VOID_PTR,
+            3,
+            data.as_ptr().cast(),
+        )?;
+        pack.set_raw(
+            Attr::CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+            Ty::CUDNN_TYPE_VOID_PTR,
+            1,
+            (&raw const ws).cast(),
+        )?;
+    }
+    pack.finalize(|| "building the graph-API variant pack".into())?;
+    Ok(pack)
+}
+
+/// Enqueues `plan` on the handle's stream with the memory of `ptrs`; returns the cuDNN
+/// status.
+///
+/// # Safety
+/// The addresses must point to device memory of the plan's context holding the elements
+/// the operation graph describes (the workspace: at least `plan.workspace` bytes), `dx`
+/// writable and not overlapping the inputs, all valid until the work completes.
+pub(crate) unsafe fn execute(
+    lib: &'static CudnnLibrary,
+    handle: CudnnHandle,
+    plan: &Plan,
+    ptrs: &RawPointers,
+) -> Result<u32> {
+    let key: PackKey = ([ptrs.w, ptrs.dy, ptrs.dx], ptrs.workspace);
+    let mut slot = plan.pack.borrow_mut();
+    let pack = match &*slot {
+        Some((k, d)) if *k == key => d.ptr,
+        _ => {
+            let d = variant_pack(lib, ptrs)?;
+            let ptr = d.ptr;
+            *slot = Some((key, d));
+            ptr
+        }
+    };
+    // SAFETY: plan and pack are live descriptors (the pack is kept in the plan); the
+    // memory is the caller's contract.
+    Ok(unsafe { (lib.api.cudnnBackendExecute)(handle, plan.desc.ptr, pack) })
+}
+
+/// The largest power of two up to 16 that every address is a multiple of: the byte
+/// alignment the operation graph may promise.
+pub(crate) fn alignment(ptrs: &RawPointers) -> i64 {
+    let all = ptrs.w | ptrs.dy | ptrs.dx;
+    let mut align = 16i64;
+    while align > 1 && all % u64::try_from(align).unwrap_or(1) != 0 {
+        align /= 2;
+    }
+    align
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strides_follow_the_memory_format() {
+        assert_eq!(
+            strides(&[2, 3, 4, 5], Format::Nchw).unwrap(),
+            vec![60, 20, 5, 1]
+        );
+        assert_eq!(
+            strides(&[2, 3, 4, 5], Format::Nhwc).unwrap(),
+            vec![60, 1, 15, 3]
+        );
+        assert_eq!(
+            strides(&[2, 3, 4, 5, 6], Format::Nhwc).unwrap(),
+            vec![360, 1, 90, 18, 3]
+        );
+        assert!(strides(&[2, 32, 4, 5], Format::NchwVectC8x32).is_err());
+    }
+
+    #[test]
+    fn notes_filter_by_math_type_and_compute_type() {
+        let tc = Notes {
+            tensor_core: true,
+            ..Notes::default()
+        };
+        assert!(tc.fit(MathType::Default, DType::F32));
+        assert!(!tc.fit(MathType::Fma, DType::F32));
+        let down = Notes {
+            down_convert: true,
+            ..Notes::default()
+        };
+        assert!(!down.fit(MathType::TensorOp, DType::F32));
+        assert!(down.fit(MathType::TensorOpAllowConversion, DType::F32));
+        let reduced = Notes {
+            reduced_precision: true,
+            ..Notes::default()
+        };
+        assert!(reduced.fit(MathType::Default, DType::F16));
+        assert!(!reduced.fit(MathType::Default, DType::F32));
+        let jit = Notes {
+            runtime_compiled: true,
+            ..Notes::default()
+        };
+        assert!(!jit.fit(MathType::Default, DType::F32));
+        assert_eq!(Notes::default().math_type(), MathType::Fma);
+        assert_eq!(
+            Notes {
+                nondeterministic: true,
+                ..Notes::default()
+            }
+            .determinism(),
+            Determinism::NonDeterministic
+        );
+    }
+
+    #[test]
+    fn alignment_is_the_largest_common_power_of_two() {
+        let p = |w, dy, dx| RawPointers {
+            w,
+            dy,
+            dx,
+            workspace: (0, 0),
+        };
+        assert_eq!(alignment(&p(256, 512, 1024)), 16);
+        assert_eq!(alignment(&p(256, 516, 1024)), 4);
+        assert_eq!(alignment(&p(258, 512, 1024)), 2);
+        assert_eq!(alignment(&p(257, 512, 1024)), 1);
+    }
+}
