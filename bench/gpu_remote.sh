@@ -28,7 +28,7 @@ for which in pip system; do
   [ -f "$lib" ] || { echo "no $which cuDNN at $lib"; continue; }
   export CUDNN_RS_CUDNN_PATH=$lib
   step "rust_gpu_$which" .carry/bin/test_gpu_rows --ignored --nocapture --test-threads 1
-  step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
+  [ "${GPU_RUN_SWEEP:-1}" = 1 ] && step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
 done
 unset CUDNN_RS_CUDNN_PATH
 if [ "${GPU_RUN_SANITIZER:-0}" = 1 ]; then
@@ -41,6 +41,8 @@ TAIL=40 step pytest_gpu_interop python3 -X faulthandler -m pytest tests/python/t
 [ "${GPU_RUN_RELIABILITY:-0}" = 1 ] && TAIL=10 step reliability python3 bench/reliability.py
 if [ "${GPU_RUN_BENCH:-0}" = 1 ]; then
   TAIL=8 step overhead .carry/bin/overhead 5000
+  CUDNN_RS_GRAPHS=0 TAIL=8 step overhead_no_graphs .carry/bin/overhead 5000
+  CUDNN_RS_GRAPHS=0 TAIL=3 step perf_overhead_no_graphs python3 bench/perf.py --overhead-only --csv "$out/perf_overhead_no_graphs.csv"
   TAIL=40 step perf python3 bench/perf.py --csv "$out/perf.csv" --png "$out/perf.png"
   RAYON_NUM_THREADS=16 TAIL=12 step cpu_vs_torch python3 bench/cpu_vs_torch.py .carry/bin/cpu_bench --threads 16 --csv "$out/cpu_vs_torch.csv"
 fi

@@ -217,6 +217,15 @@ def overhead(h) -> dict[str, float]:
             torch.cuda.synchronize()
             us = (time.perf_counter() - t) / n * 1e6
             out[name] = min(out.get(name, math.inf), us)
+            # The host's share alone: 256 calls issued into an idle stream, timed before
+            # any wait (the 5000-call loop above is bound by whichever of host and GPU is
+            # slower per call).
+            t = time.perf_counter()
+            for _ in range(256):
+                f()
+            us = (time.perf_counter() - t) / 256 * 1e6
+            torch.cuda.synchronize()
+            out[f"{name}_issue"] = min(out.get(f"{name}_issue", math.inf), us)
     # The find cache: the second find for a problem measures nothing.
     w_np = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
     dy_np = rng.standard_normal((32, 64, 28, 28)).astype(np.float32)
@@ -368,6 +377,9 @@ def main() -> int:
     ap.add_argument("--png", default=None)
     ap.add_argument("--layers", default="")
     ap.add_argument("--skip-anchor", action="store_true")
+    ap.add_argument(
+        "--overhead-only", action="store_true", help="host overhead only, no kernels"
+    )
     args = ap.parse_args()
     h = cd.Handle()
     print(f"cudnn_rs on {h.device}, cuDNN {h.version()}, torch {torch.__version__}")
@@ -376,6 +388,8 @@ def main() -> int:
         "host overhead per call (us): "
         + ", ".join(f"{k} {v:.2f}" for k, v in ov.items())
     )
+    if args.overhead_only:
+        return 0
     rows: list[dict] = []
     layers = ([] if args.skip_anchor else ANCHOR) + parse_layers(args.layers)
     kernels(h, layers, rows)

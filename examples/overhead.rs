@@ -2,13 +2,15 @@
 //! the typed Rust API, the run-time core, and cuDNN's own entry point, so that the
 //! Python binding's share can be told apart (bench/perf.py measures the Python side).
 //!
-//! Usage: `overhead [calls]` on the GPU machine.
+//! Usage: `overhead [calls]` on the GPU machine (`CUDNN_RS_GRAPHS=0` times the calls
+//! without CUDA-graph replay).
 
 use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use cudnn_rs::{
-    ConvolutionDescriptor, ConvolutionMode, CudnnContext, DataAlgo1, Filter, MathType, Tensor, NCHW,
+    BestEngine, ConvolutionDescriptor, ConvolutionMode, CudnnContext, DataAlgo1, Filter, MathType,
+    Tensor, NCHW,
 };
 
 fn main() -> Result<(), cudnn_rs::Error> {
@@ -42,18 +44,37 @@ fn main() -> Result<(), cudnn_rs::Error> {
         Some(n) => Some(stream.alloc_zeros::<u8>(n)?),
         None => None,
     };
+    // Three numbers per call: the loop synchronised at the end (what bench/perf.py
+    // reports), the GPU time per call between events around that loop, and the host time
+    // to issue 256 calls into an idle stream (no waiting on a full launch queue).
     let time = |label: &str, f: &mut dyn FnMut() -> Result<(), cudnn_rs::Error>| {
         for _ in 0..200 {
             f()?;
         }
         stream.synchronize()?;
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) = (
+            stream.context().new_event(timing)?,
+            stream.context().new_event(timing)?,
+        );
+        start.record(&stream)?;
         let t = Instant::now();
         for _ in 0..calls {
             f()?;
         }
+        end.record(&stream)?;
         stream.synchronize()?;
         let us = t.elapsed().as_secs_f64() / calls as f64 * 1e6;
-        println!("{label:<40} {us:8.2} us/call");
+        let gpu_us = f64::from(start.elapsed_ms(&end)?) * 1e3 / calls as f64;
+        let t = Instant::now();
+        for _ in 0..256 {
+            f()?;
+        }
+        let issue_us = t.elapsed().as_secs_f64() / 256.0 * 1e6;
+        stream.synchronize()?;
+        println!(
+            "{label:<40} {us:8.2} us/call  (GPU {gpu_us:6.2} us/call, issue {issue_us:6.2} us/call)"
+        );
         Ok::<(), cudnn_rs::Error>(())
     };
     time("typed convolution_backward_data", &mut || {
@@ -80,6 +101,29 @@ fn main() -> Result<(), cudnn_rs::Error> {
     time("typed, BestHeuristic", &mut || {
         ctx.convolution_backward_data(1.0, &w, &dy, &conv, &best, best_ws.as_mut(), 0.0, &mut dx)
     })?;
+    let engine_size = ctx.get_convolution_backward_data_workspace_size(
+        w.descriptor(),
+        dy.descriptor(),
+        dx.descriptor(),
+        &conv,
+        &BestEngine,
+    )?;
+    let mut engine_ws: Option<CudaSlice<u8>> = match engine_size {
+        Some(n) => Some(stream.alloc_zeros::<u8>(n)?),
+        None => None,
+    };
+    time("typed, BestEngine (graph API)", &mut || {
+        ctx.convolution_backward_data(
+            1.0,
+            &w,
+            &dy,
+            &conv,
+            &BestEngine,
+            engine_ws.as_mut(),
+            0.0,
+            &mut dx,
+        )
+    })?;
     time("workspace-size query (cached)", &mut || {
         ctx.get_convolution_backward_data_workspace_size(
             w.descriptor(),
@@ -90,5 +134,54 @@ fn main() -> Result<(), cudnn_rs::Error> {
         )
         .map(|_| ())
     })?;
+    // The same calls issued to a non-blocking stream instead of the legacy default
+    // stream (which synchronises implicitly with every other blocking stream).
+    // SAFETY: from here on each buffer is used on one stream only, so cudarc's
+    // cross-stream event tracking is not needed.
+    unsafe { ctx.context().disable_event_tracking() };
+    let side = ctx.context().new_stream()?;
+    let ctx2 = CudnnContext::with_stream(side.clone())?;
+    stream.synchronize()?;
+    for (label, engine) in [
+        ("non-blocking stream, DataAlgo1", false),
+        ("non-blocking stream, BestEngine", true),
+    ] {
+        let mut run = || {
+            if engine {
+                ctx2.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &BestEngine,
+                    engine_ws.as_mut(),
+                    0.0,
+                    &mut dx,
+                )
+            } else {
+                ctx2.convolution_backward_data(
+                    1.0,
+                    &w,
+                    &dy,
+                    &conv,
+                    &DataAlgo1,
+                    ws.as_mut(),
+                    0.0,
+                    &mut dx,
+                )
+            }
+        };
+        for _ in 0..200 {
+            run()?;
+        }
+        side.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..calls {
+            run()?;
+        }
+        side.synchronize()?;
+        let us = t.elapsed().as_secs_f64() / calls as f64 * 1e6;
+        println!("{label:<40} {us:8.2} us/call");
+    }
     Ok(())
 }

@@ -554,22 +554,29 @@ impl CudnnContext {
         Ok(Some(plan))
     }
 
-    /// The heuristic's engines for the graph that build and fit `math` (and
-    /// `deterministic_only`), best first; at most `limit`.
-    fn engine_candidates(
-        &self,
+    /// Which engines a problem's calls may run: those fitting the math type (and, with
+    /// `deterministic_only`, deterministic ones).
+    fn engine_filter(
         p: &RawProblem<'_>,
-        key: &GraphKey,
-        graph: &OpGraph,
         math: MathType,
         deterministic_only: bool,
-        limit: usize,
-    ) -> Result<Vec<std::rc::Rc<Plan>>> {
+    ) -> impl Fn(&engine::Notes) -> bool {
         let comp = p.conv.comp();
-        let accept =
-            |n: &engine::Notes| n.fit(math, comp) && !(deterministic_only && n.nondeterministic);
+        move |n: &engine::Notes| n.fit(math, comp) && !(deterministic_only && n.nondeterministic)
+    }
+
+    /// The heuristic's engines for the graph (and, with `exhaustive`, every other engine)
+    /// that build and pass `accept`, best first; at most `limit`.
+    fn engine_candidates(
+        &self,
+        key: &GraphKey,
+        graph: &OpGraph,
+        accept: &dyn Fn(&engine::Notes) -> bool,
+        limit: usize,
+        exhaustive: bool,
+    ) -> Result<Vec<std::rc::Rc<Plan>>> {
         let mut out = Vec::new();
-        for config in engine::candidates(self.lib, graph)? {
+        for config in engine::candidates(self.lib, graph, exhaustive)? {
             if out.len() >= limit {
                 break;
             }
@@ -632,7 +639,13 @@ impl CudnnContext {
         } else {
             let (ckey, cgraph) = self.engine_graph(p, 1.0, 0.0, 16)?;
             let best = self
-                .engine_candidates(p, &ckey, &cgraph, math, false, 1)?
+                .engine_candidates(
+                    &ckey,
+                    &cgraph,
+                    &Self::engine_filter(p, math, false),
+                    1,
+                    false,
+                )?
                 .first()
                 .map(|plan| plan.config)
                 .ok_or_else(|| self.no_engine(p, false))?;
@@ -642,7 +655,7 @@ impl CudnnContext {
         if let Ok(Some(plan)) = self.engine_config_plan(&key, &graph, chosen, |_| true) {
             return Ok(plan);
         }
-        self.engine_candidates(p, &key, &graph, math, false, 1)?
+        self.engine_candidates(&key, &graph, &Self::engine_filter(p, math, false), 1, false)?
             .into_iter()
             .next()
             .ok_or_else(|| self.no_engine(p, false))
@@ -655,10 +668,16 @@ impl CudnnContext {
         p.validate(crate::convolution::AlgoKind::Engine)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
         let (key, graph) = self.engine_graph(&p, 1.0, 0.0, 16)?;
-        self.engine_candidates(&p, &key, &graph, math, deterministic_only, 1)?
-            .first()
-            .map(|plan| plan.engine())
-            .ok_or_else(|| self.no_engine(&p, deterministic_only))
+        self.engine_candidates(
+            &key,
+            &graph,
+            &Self::engine_filter(&p, math, deterministic_only),
+            1,
+            false,
+        )?
+        .first()
+        .map(|plan| plan.engine())
+        .ok_or_else(|| self.no_engine(&p, deterministic_only))
     }
 
     /// Autotune: builds the graph-API heuristic's engines for the problem (those that fit
@@ -679,6 +698,64 @@ impl CudnnContext {
     ) -> Result<Vec<Engine>> {
         p.validate(crate::convolution::AlgoKind::Engine)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
+        let accept = Self::engine_filter(&p, math, deterministic_only);
+        // SAFETY: forwarded from this function's contract.
+        let timed = unsafe { self.time_engines(&p, w, dy, max_workspace, &accept, limit)? };
+        if timed.is_empty() {
+            return Err(self.no_engine(&p, deterministic_only));
+        }
+        Ok(timed.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// Every engine the graph-API heuristic lists for the problem, with cuDNN's notes on
+    /// it and its time, whether or not the math type admits it: for tuning this crate's
+    /// engine filter (`examples/engine_report.rs`), not for users.
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    #[doc(hidden)]
+    pub unsafe fn engine_report(
+        &self,
+        p: RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+    ) -> Result<Vec<String>> {
+        p.geometry()?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let fit = Self::engine_filter(&p, math, false);
+        // SAFETY: forwarded from this function's contract.
+        let timed = unsafe { self.time_engines(&p, w, dy, None, &|_| true, 64)? };
+        Ok(timed
+            .into_iter()
+            .map(|(e, notes)| {
+                format!(
+                    "{:8.4} ms  ws {:>10}  fits {}: {}  {}  {:?}",
+                    e.time(),
+                    e.workspace_size(),
+                    math.name(),
+                    if fit(&notes) { "yes" } else { "NO " },
+                    e.config(),
+                    notes
+                )
+            })
+            .collect())
+    }
+
+    /// Builds up to `limit` of the heuristic's engines that pass `accept` and fit
+    /// `max_workspace`, and times each on the given inputs (one warm-up, then the best of
+    /// three) into a scratch `dx`; fastest first.
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    unsafe fn time_engines(
+        &self,
+        p: &RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+        max_workspace: Option<usize>,
+        accept: &dyn Fn(&engine::Notes) -> bool,
+        limit: usize,
+    ) -> Result<Vec<(Engine, engine::Notes)>> {
         let mut scratch_dx: CudaSlice<u8> = alloc_bytes(&self.stream, p.dx.nbytes().max(1))?;
         let (dx, _gdx) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
         let align = engine::alignment(&RawPointers {
@@ -687,12 +764,11 @@ impl CudnnContext {
             dx,
             workspace: (0, 0),
         });
-        let (key, graph) = self.engine_graph(&p, 1.0, 0.0, align)?;
-        let mut plans =
-            self.engine_candidates(&p, &key, &graph, math, deterministic_only, limit)?;
+        let (key, graph) = self.engine_graph(p, 1.0, 0.0, align)?;
+        let mut plans = self.engine_candidates(&key, &graph, accept, limit, true)?;
         plans.retain(|plan| max_workspace.is_none_or(|cap| plan.workspace <= cap));
         if plans.is_empty() {
-            return Err(self.no_engine(&p, deterministic_only));
+            return Ok(Vec::new());
         }
         let ws_bytes = plans.iter().map(|plan| plan.workspace).max().unwrap_or(0);
         let mut workspace: CudaSlice<u8> = alloc_bytes(&self.stream, ws_bytes.max(1))?;
@@ -706,6 +782,7 @@ impl CudnnContext {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
         let mut found = Vec::with_capacity(plans.len());
+        let mut fastest = f32::INFINITY;
         for plan in &plans {
             let mut best = f32::INFINITY;
             for run in 0..4 {
@@ -719,18 +796,22 @@ impl CudnnContext {
                     break;
                 }
                 end.synchronize()?;
+                let ms = start.elapsed_ms(&end)?;
                 if run > 0 {
-                    best = best.min(start.elapsed_ms(&end)?);
+                    best = best.min(ms);
+                } else if ms > 10.0 * fastest {
+                    // Ten times slower than the fastest so far even counting its warm-up:
+                    // not worth three more runs.
+                    best = ms;
+                    break;
                 }
             }
+            fastest = fastest.min(best);
             if best.is_finite() {
-                found.push(plan.engine().with_time(best));
+                found.push((plan.engine().with_time(best), plan.notes));
             }
         }
-        found.sort_by(|a, b| a.time().total_cmp(&b.time()));
-        if found.is_empty() {
-            return Err(self.no_engine(&p, deterministic_only));
-        }
+        found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
         Ok(found)
     }
 

@@ -412,11 +412,11 @@ impl Notes {
     /// Whether an engine with these notes computes what a call with math type `math` and
     /// compute type `comp` asks for: `Fma` keeps tensor cores out, only
     /// `TensorOpAllowConversion` lets inputs be converted down, and a reduction in less than
-    /// the compute type is only taken for half compute. Engines compiled at run time (seconds
-    /// on first use) are left out.
+    /// the compute type is only taken for half compute. Engines compiled at run time are
+    /// admitted (their first plan takes longer to build): on the H200 the fastest f16, bf16
+    /// and TF32 engines are among them.
     pub(crate) fn fit(self, math: MathType, comp: DType) -> bool {
-        !(self.runtime_compiled
-            || (self.tensor_core && math == MathType::Fma)
+        !((self.tensor_core && math == MathType::Fma)
             || (self.down_convert && math != MathType::TensorOpAllowConversion)
             || (self.reduced_precision && comp != DType::F16))
     }
@@ -438,12 +438,19 @@ impl Notes {
     }
 }
 
-/// The engine configurations cuDNN's heuristic ranks for `graph` (mode A, then the
-/// fallback list), best first, without repeats.
-pub(crate) fn candidates(lib: &'static CudnnLibrary, graph: &OpGraph) -> Result<Vec<EngineConfig>> {
+/// The engine configurations cuDNN's heuristic ranks for `graph` (modes A and B, then the
+/// fallback list), best first, without repeats. With `exhaustive`, every other engine of
+/// the graph follows with its default knobs, for autotuning: the heuristics leave out
+/// engines that are sometimes the fastest.
+pub(crate) fn candidates(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    exhaustive: bool,
+) -> Result<Vec<EngineConfig>> {
     let mut out: Vec<EngineConfig> = Vec::new();
     for mode in [
         HeurMode::CUDNN_HEUR_MODE_A,
+        HeurMode::CUDNN_HEUR_MODE_B,
         HeurMode::CUDNN_HEUR_MODE_FALLBACK,
     ] {
         let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
@@ -469,6 +476,19 @@ pub(crate) fn candidates(lib: &'static CudnnLibrary, graph: &OpGraph) -> Result<
         for cfg in &cfgs[..filled] {
             if let Ok(c) = read_config(lib, cfg) {
                 if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    if exhaustive {
+        let engines = graph
+            .graph
+            .get_i64(Attr::CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)?
+            .clamp(0, 4096);
+        for index in 0..engines {
+            if let Some(c) = EngineConfig::new(index, &[]) {
+                if !out.iter().any(|o| o.index() == index) {
                     out.push(c);
                 }
             }
@@ -711,9 +731,11 @@ mod tests {
         assert!(!reduced.fit(MathType::Default, DType::F32));
         let jit = Notes {
             runtime_compiled: true,
+            tensor_core: true,
             ..Notes::default()
         };
-        assert!(!jit.fit(MathType::Default, DType::F32));
+        assert!(jit.fit(MathType::Default, DType::F16));
+        assert!(!jit.fit(MathType::Fma, DType::F16));
         assert_eq!(Notes::default().math_type(), MathType::Fma);
         assert_eq!(
             Notes {

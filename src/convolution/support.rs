@@ -350,7 +350,7 @@ pub fn check(row: &SupportRow) -> Result<(), UnsupportedConfiguration> {
 /// The table as Markdown, one line per configuration, for the README.
 pub fn render_markdown_table() -> String {
     let mut out = String::from(
-        "| filter | dy | compute | dx | rank | algorithms (and `BestHeuristic`) |\n\
+        "| filter | dy | compute | dx | rank | algorithms |\n\
          | --- | --- | --- | --- | --- | --- |\n",
     );
     for line in SUPPORT_LINES {

@@ -40,6 +40,7 @@ pub(crate) fn key(descs: &Descs<'_>, max_ws: Option<usize>, deterministic: bool)
 
 /// One measured result: a legacy algorithm or a graph-API engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a few per cached problem; kept `Copy`
 pub(crate) enum Found {
     Algo(BestHeuristic),
     Engine(Engine),

@@ -15,6 +15,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 from helpers import (
+    NUMPY_DTYPES,
     TOLERANCE,
     ConvCase,
     Problem,
@@ -28,6 +29,7 @@ from helpers import (
     fixed_algorithms_of,
     legacy_config_rows,
     make_problem,
+    nonzero_values,
     problem_from_host,
     require_row,
     run_backward_data,
@@ -435,3 +437,72 @@ def test_workspace_too_small_is_refused_and_dx_untouched(
         with pytest.raises(cd.ShapeError, match="workspace"):
             gpu.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
     assert np.isnan(dx.to_numpy()).all(), "a refused call wrote dx"
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+def test_graph_api_engines_on_gpu(
+    gpu: cd.Handle, rng: np.random.Generator, config: Row
+) -> None:
+    case = GPU_CASES["stride2-groups2"][config.conv_dims]
+    problem = make_problem(gpu, config, case, rng, poison_dx=True)
+    before = contents(problem.dx)
+    engine = gpu.get_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert isinstance(engine, cd.Engine) and engine.index >= 0
+    found = gpu.find_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv, limit=3, use_cache=False
+    )
+    assert contents(problem.dx) == before, "an engine query wrote to dx"
+    times = [e.time for e in found]
+    assert found and all(t >= 0.0 for t in times) and times == sorted(times), times
+    tol = gpu_tolerance(config)
+    # The heuristic's engine, the fastest measured one and BestEngine: each over a
+    # poisoned dx (beta = 0), then accumulating (beta = 0.5) onto fresh values.
+    for algo in (engine, found[0], cd.BestEngine()):
+        for alpha, beta in ((1.0, 0.0), (-0.5, 0.5)):
+            shape, dtype = problem.dx.shape, config.dx_dtype
+            problem.dx_host = (
+                nonzero_values(rng, shape, dtype)
+                if beta
+                else np.full(shape, np.nan, dtype=NUMPY_DTYPES[dtype])
+            )
+            problem.dx = cd.Tensor.from_numpy(
+                gpu, problem.dx_host, format=getattr(cd, config.dx_format)
+            )
+            got = run_backward_data(gpu, problem, algo, alpha, beta)
+            assert_close(
+                got,
+                problem.expected(alpha, beta),
+                dtype,
+                f"{algo!r} alpha={alpha} beta={beta}: {problem.describe()}",
+                tol,
+            )
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_engine_choice_follows_math_type_and_determinism(
+    gpu: cd.Handle, rng: np.random.Generator, dtype: str
+) -> None:
+    row = require_row(dtype=dtype, comp="f32", dy_format="NHWC", dx_format="NHWC")
+    case = case_2d((8, 32, 14, 14), (32, 32, 3, 3), padding=(1, 1))
+    fma = make_problem(gpu, row, case, rng, math_type=cd.MathType.Fma)
+    for engine in gpu.find_convolution_backward_data_engine(
+        fma.w, fma.dy, fma.dx, fma.conv, use_cache=False
+    ):
+        assert engine.math_type == cd.MathType.Fma, engine
+    det = gpu.get_convolution_backward_data_engine(
+        fma.w, fma.dy, fma.dx, fma.conv, deterministic=True
+    )
+    assert det.determinism == cd.Determinism.Deterministic
+    got = run_backward_data(gpu, fma, det)
+    assert_close(got, fma.expected(), row.dx_dtype, fma.describe())
+    # A cap on the workspace: every engine fits it, or none does and cuDNN says so.
+    try:
+        capped = gpu.find_convolution_backward_data_engine(
+            fma.w, fma.dy, fma.dx, fma.conv, max_workspace_bytes=0, use_cache=False
+        )
+    except cd.CudnnError as err:
+        assert err.status == "CUDNN_STATUS_NOT_SUPPORTED"
+    else:
+        assert capped and all(e.workspace_size == 0 for e in capped)

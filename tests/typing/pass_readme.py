@@ -23,3 +23,14 @@ best = h.get_convolution_backward_data_algorithm(w, dy, out, conv)
 size = h.get_convolution_backward_data_workspace_size(w, dy, out, conv, best)
 h.convolution_backward_data(1.0, w, dy, conv, best, cd.Workspace(h, size), 0.0, out)
 assert np.allclose(out.to_numpy(), dx.to_numpy(), rtol=1e-5, atol=1e-5)
+
+# cuDNN's graph (backend) API: its engines, timed on these operands, fastest first
+engine = h.find_convolution_backward_data_engine(w, dy, out, conv)[0]
+size = h.get_convolution_backward_data_workspace_size(w, dy, out, conv, engine)
+h.convolution_backward_data(1.0, w, dy, conv, engine, cd.Workspace(h, size), 0.0, out)
+# or the graph API's heuristic engine, chosen once per problem and kept on the handle
+best_engine = cd.BestEngine()
+size = h.get_convolution_backward_data_workspace_size(w, dy, out, conv, best_engine)
+ws = cd.Workspace(h, size)
+h.convolution_backward_data(1.0, w, dy, conv, best_engine, ws, 0.0, out)
+assert np.allclose(out.to_numpy(), dx.to_numpy(), rtol=1e-5, atol=1e-5)
