@@ -11,7 +11,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
 pip_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
 sys_cudnn=/usr/lib/x86_64-linux-gnu/libcudnn.so.9
-python3 -m pip install -q --no-deps --no-index --target /tmp/site .carry/wheels/*.whl || exit 3
+python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .carry/wheels/*.whl || exit 3
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/all.log"
 fail=0
@@ -28,12 +28,22 @@ for which in pip system; do
   [ -f "$lib" ] || { echo "no $which cuDNN at $lib"; continue; }
   export CUDNN_RS_CUDNN_PATH=$lib
   step "rust_gpu_$which" .carry/bin/test_gpu_rows --ignored --nocapture --test-threads 1
-  [ "${GPU_RUN_SWEEP:-1}" = 1 ] && step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
+  # GPU_RUN_SWEEP: 1 (default) sweeps the legacy algorithms and the graph API, legacy or
+  # engine one of them, 0 neither. CSVs: sweep_<build>.csv, sweep_engine_<build>.csv.
+  sweep=${GPU_RUN_SWEEP:-1}
+  if [ "$sweep" = 1 ] || [ "$sweep" = legacy ]; then
+    CUDNN_RS_SWEEP=legacy step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
+  fi
+  if [ "$sweep" = 1 ] || [ "$sweep" = engine ]; then
+    CUDNN_RS_SWEEP=engine step "sweep_engine_$which" .carry/bin/gpu_sweep "$out/sweep_engine_$which.csv"
+  fi
 done
 unset CUDNN_RS_CUDNN_PATH
 if [ "${GPU_RUN_SANITIZER:-0}" = 1 ]; then
-  TAIL=4 step memcheck timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1
-  TAIL=4 step racecheck timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 data_algo1
+  # Every row under memcheck takes too long for one call: the tests that replay, the
+  # graph-API engines, determinism and the refused call.
+  TAIL=4 step memcheck timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated data_algo1 not_supported heuristic
+  TAIL=4 step racecheck timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api
 fi
 TAIL=25 step pytest_gpu python3 -m pytest tests/python -rs -q --timeout 300 -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py
 CUDNN_RS_FUZZ_EXAMPLES=${FUZZ:-500} TAIL=4 step fuzz_gpu python3 -m pytest tests/python/test_properties.py -k gpu -q -p no:cacheprovider --hypothesis-show-statistics
