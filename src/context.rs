@@ -680,10 +680,12 @@ impl CudnnContext {
         .ok_or_else(|| self.no_engine(&p, deterministic_only))
     }
 
-    /// Autotune: builds the graph-API heuristic's engines for the problem (those that fit
-    /// the descriptor's math type, `deterministic_only` and `max_workspace`; at most
-    /// `limit`) and times each on the given inputs (one warm-up run, then the best of
-    /// three), writing into a scratch `dx`. Fastest first.
+    /// Autotune: builds the graph API's engines for the problem, the heuristic's first and
+    /// then every other engine (those that fit the descriptor's math type,
+    /// `deterministic_only` and `max_workspace`; at most `limit`), and times each on the
+    /// given inputs (one warm-up run, then the best of three; an engine ten times slower
+    /// than the fastest so far on its warm-up is not run again), writing into a scratch
+    /// `dx`. Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -741,8 +743,8 @@ impl CudnnContext {
             .collect())
     }
 
-    /// Builds up to `limit` of the heuristic's engines that pass `accept` and fit
-    /// `max_workspace`, and times each on the given inputs (one warm-up, then the best of
+    /// Builds up to `limit` of the graph's engines (heuristic order, then the rest) that
+    /// pass `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up, then the best of
     /// three) into a scratch `dx`; fastest first.
     ///
     /// # Safety
@@ -1047,6 +1049,11 @@ impl CudnnContext {
     ) -> Result<bool> {
         use crate::graph_cache::{capture, launch, Plan};
         let stream = self.stream.cu_stream().cast::<c_void>();
+        if crate::graph_cache::capturing(stream) {
+            // The caller is capturing the stream into a graph of its own: the call goes
+            // into that graph as it is (a graph launched into a capture would end it).
+            return Ok(false);
+        }
         let plan = self.graphs.borrow_mut().plan(
             |k| k.matches(p, route, math),
             || ProblemKey::new(p, route, math),
@@ -1288,8 +1295,8 @@ impl CudnnContext {
         self.get_engine_raw(p, determinism == Some(Determinism::Deterministic))
     }
 
-    /// Autotunes the graph-API engines on the given filter and `dy`: up to `limit` of the
-    /// heuristic's engines, each timed, fastest first (see [`Self::find_engines_raw`]).
+    /// Autotunes the graph-API engines on the given filter and `dy`: up to `limit` engines,
+    /// the heuristic's first, each timed, fastest first (see [`Self::find_engines_raw`]).
     /// Not in the original crate.
     #[allow(clippy::too_many_arguments)]
     pub fn find_convolution_backward_data_engine<

@@ -453,28 +453,9 @@ pub(crate) fn candidates(
         HeurMode::CUDNN_HEUR_MODE_B,
         HeurMode::CUDNN_HEUR_MODE_FALLBACK,
     ] {
-        let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
-        heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
-        heur.set_enum(
-            Attr::CUDNN_ATTR_ENGINEHEUR_MODE,
-            Ty::CUDNN_TYPE_HEUR_MODE,
-            mode as u32,
-        )?;
-        if heur
-            .finalize(|| "asking the graph-API heuristic".into())
-            .is_err()
-        {
-            continue;
-        }
-        let count = heur
-            .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
-            .min(MAX_CANDIDATES);
-        let cfgs = (0..count)
-            .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
-            .collect::<Result<Vec<_>>>()?;
-        let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
-        for cfg in &cfgs[..filled] {
-            if let Ok(c) = read_config(lib, cfg) {
+        // A mode that cannot answer for this graph adds nothing; the others still do.
+        if let Ok(ranked) = heuristic(lib, graph, mode) {
+            for c in ranked {
                 if !out.contains(&c) {
                     out.push(c);
                 }
@@ -495,6 +476,34 @@ pub(crate) fn candidates(
         }
     }
     Ok(out)
+}
+
+/// The engine configurations heuristic `mode` ranks for `graph`, best first (those whose
+/// configuration cannot be read back are left out).
+fn heuristic(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    mode: HeurMode,
+) -> Result<Vec<EngineConfig>> {
+    let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
+    heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
+    heur.set_enum(
+        Attr::CUDNN_ATTR_ENGINEHEUR_MODE,
+        Ty::CUDNN_TYPE_HEUR_MODE,
+        mode as u32,
+    )?;
+    heur.finalize(|| format!("asking the graph-API heuristic ({mode:?})"))?;
+    let count = heur
+        .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
+        .min(MAX_CANDIDATES);
+    let cfgs = (0..count)
+        .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
+        .collect::<Result<Vec<_>>>()?;
+    let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
+    Ok(cfgs[..filled]
+        .iter()
+        .filter_map(|cfg| read_config(lib, cfg).ok())
+        .collect())
 }
 
 /// The engine index and knob choices of a finalized engine configuration.

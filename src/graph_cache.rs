@@ -9,7 +9,8 @@
 //! in stream order, for a few microseconds of host time. Anything that differs is a new
 //! key; a call that cannot be captured runs directly and is not tried again.
 //!
-//! Set `CUDNN_RS_GRAPHS=0` to turn replay off.
+//! A call issued while the caller captures the stream into a graph of its own runs
+//! directly (into that graph). Set `CUDNN_RS_GRAPHS=0` to turn replay off.
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -178,6 +179,17 @@ pub(crate) unsafe fn capture(
     // SAFETY: the graph is no longer needed once instantiated (or on failure).
     unsafe { sys::cuGraphDestroy(graph) };
     (ok && !exec.is_null()).then_some(exec)
+}
+
+/// Whether `stream` is being captured into a CUDA graph (or cannot say, which the legacy
+/// default stream answers while another stream of the device captures).
+pub(crate) fn capturing(stream: *mut c_void) -> bool {
+    // Read as an integer: the status is a C enum written by the driver.
+    let mut status: u32 = 0;
+    // SAFETY: the stream is the context's live stream; one 32-bit status is written.
+    let r = unsafe { sys::cuStreamIsCapturing(stream.cast(), (&raw mut status).cast()) };
+    r != sys::cudaError_enum::CUDA_SUCCESS
+        || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE as u32
 }
 
 /// Launches a captured call on `stream`.

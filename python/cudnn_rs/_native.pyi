@@ -2516,9 +2516,10 @@ class Handle:
         limit: int = 16,
         use_cache: bool = True,
     ) -> list[Engine]:
-        """Autotunes the graph API: times up to `limit` of its heuristic's engines on these
-        operands and returns them fastest first; `dx` is not modified. Cached per problem
-        on the handle like `find_convolution_backward_data_algorithm`.
+        """Autotunes the graph API: times up to `limit` of its engines (the heuristic's
+        first, then every other) on these operands and returns them fastest first; `dx`
+        is not modified. Cached per problem on the handle like
+        `find_convolution_backward_data_algorithm`.
         """
     @overload
     def find_convolution_backward_data_engine(

@@ -527,9 +527,10 @@ pub fn render_pyi_overloads() -> String {
     pyi_group(
         &mut out,
         "find_convolution_backward_data_engine",
-        "Autotunes the graph API: times up to `limit` of its heuristic's engines on these\n\
-         operands and returns them fastest first; `dx` is not modified. Cached per problem\n\
-         on the handle like `find_convolution_backward_data_algorithm`.",
+        "Autotunes the graph API: times up to `limit` of its engines (the heuristic's\n\
+         first, then every other) on these operands and returns them fastest first; `dx`\n\
+         is not modified. Cached per problem on the handle like\n\
+         `find_convolution_backward_data_algorithm`.",
         &sigs,
     );
 

@@ -513,8 +513,9 @@ impl PyHandle {
         engine_record(py, engine)
     }
 
-    /// Autotunes the graph API on these operands: builds up to `limit` of the heuristic's
-    /// engines (those fitting the math type, `deterministic` and `max_workspace_bytes`),
+    /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
+    /// heuristic's first and then every other (those fitting the math type,
+    /// `deterministic` and `max_workspace_bytes`),
     /// times each (best of three runs after a warm-up) into a scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).

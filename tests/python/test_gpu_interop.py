@@ -413,3 +413,44 @@ def test_jax_round_trip(jax: ModuleType, rng: np.random.Generator) -> None:
     del w_j, dy_j
     gc.collect()
     np.testing.assert_array_equal(dy.to_numpy(), dy_np)
+
+
+@pytest.mark.parametrize("algo_name", ["DataAlgo1", "BestEngine"])
+def test_calls_are_captured_into_a_torch_cuda_graph(
+    torch: ModuleType, rng: np.random.Generator, algo_name: str
+) -> None:
+    """A call issued while PyTorch captures the handle's stream runs only when the
+    graph is replayed, and reads its inputs anew each replay (no host read-back, no
+    allocation, no synchronisation inside the call)."""
+    w_np, dy_np, expected = host_problem(rng)
+    w_t, dy_t = torch.from_numpy(w_np).cuda(), torch.from_numpy(dy_np).cuda()
+    dx_t = torch.full(CASE.x_shape, float("nan"), device="cuda")
+    s = torch.cuda.Stream()
+    h = cd.Handle()
+    h.set_stream(s)
+    w = cd.Filter.from_dlpack(w_t, handle=h)
+    dy = cd.Tensor.from_dlpack(dy_t, handle=h)
+    dx = cd.Tensor.from_dlpack(dx_t, handle=h)
+    conv = cd.ConvolutionDescriptor(padding=CASE.padding, math_type=cd.MathType.Fma)
+    algo = getattr(cd, algo_name)()
+    size = h.get_convolution_backward_data_workspace_size(w, dy, dx, conv, algo)
+    ws = cd.Workspace(h, size)
+    # Outside the capture: the first call builds what the call needs (plans, graphs).
+    for _ in range(2):
+        h.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+    s.synchronize()
+    dx_t.fill_(float("nan"))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        h.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+    torch.cuda.synchronize()
+    assert torch.isnan(dx_t).all().item(), "the captured call ran during capture"
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close(dx_t.cpu().numpy(), expected, "f32", f"{algo_name}, replayed")
+    dy_t.mul_(-2.0)
+    dx_t.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close(dx_t.cpu().numpy(), -2.0 * expected, "f32", f"{algo_name}, new dy")
