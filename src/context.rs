@@ -137,7 +137,6 @@ pub struct CudnnContext {
 
 /// An operation graph is fixed by the problem, the scaling factors and the alignment the
 /// addresses have.
-#[derive(Clone, PartialEq, Eq)]
 struct GraphKey {
     problem: ProblemKey,
     scalars: (u64, u64),
@@ -152,15 +151,29 @@ impl GraphKey {
             align,
         }
     }
+
+    /// Compares with a call's problem in place (a lookup allocates nothing).
+    fn matches(&self, p: &RawProblem<'_>, alpha: f64, beta: f64, align: i64) -> bool {
+        self.scalars == (alpha.to_bits(), beta.to_bits())
+            && self.align == align
+            && self
+                .problem
+                .matches(p, Route::Engine(None), MathType::Default)
+    }
 }
 
 const ENGINE_CACHE_ENTRIES: usize = 64;
+
+/// A plan is the engine configuration built for one operation graph.
+type PlanKey = (std::rc::Rc<OpGraph>, EngineConfig);
 
 /// What the graph-API path keeps per context, each list bounded (oldest out first).
 #[derive(Default)]
 struct EngineCache {
     graphs: Vec<(GraphKey, std::rc::Rc<OpGraph>)>,
-    plans: Vec<((GraphKey, EngineConfig), std::rc::Rc<Plan>)>,
+    /// Plans by graph (identity: each entry keeps its graph alive, so no other graph can
+    /// take its address) and engine configuration.
+    plans: Vec<(PlanKey, std::rc::Rc<Plan>)>,
     /// `BestEngine`'s choice per problem and math type.
     choices: Vec<(ProblemKey, EngineConfig)>,
 }
@@ -504,10 +517,15 @@ impl CudnnContext {
         alpha: f64,
         beta: f64,
         align: i64,
-    ) -> Result<(GraphKey, std::rc::Rc<OpGraph>)> {
-        let key = GraphKey::new(p, alpha, beta, align);
-        if let Some((_, g)) = self.engines.borrow().graphs.iter().find(|(k, _)| *k == key) {
-            return Ok((key, std::rc::Rc::clone(g)));
+    ) -> Result<std::rc::Rc<OpGraph>> {
+        if let Some((_, g)) = self
+            .engines
+            .borrow()
+            .graphs
+            .iter()
+            .find(|(k, _)| k.matches(p, alpha, beta, align))
+        {
+            return Ok(std::rc::Rc::clone(g));
         }
         self.bind()?;
         let graph = std::rc::Rc::new(engine::build_graph(
@@ -520,17 +538,19 @@ impl CudnnContext {
         )?);
         bounded_push(
             &mut self.engines.borrow_mut().graphs,
-            (key.clone(), std::rc::Rc::clone(&graph)),
+            (
+                GraphKey::new(p, alpha, beta, align),
+                std::rc::Rc::clone(&graph),
+            ),
         );
-        Ok((key, graph))
+        Ok(graph)
     }
 
     /// The plan of `config` for a graph, built once; `None` when `accept` refuses the
     /// engine's notes.
     fn engine_config_plan(
         &self,
-        key: &GraphKey,
-        graph: &OpGraph,
+        graph: &std::rc::Rc<OpGraph>,
         config: EngineConfig,
         accept: impl Fn(&engine::Notes) -> bool,
     ) -> Result<Option<std::rc::Rc<Plan>>> {
@@ -539,7 +559,7 @@ impl CudnnContext {
             .borrow()
             .plans
             .iter()
-            .find(|((k, c), _)| *c == config && k == key)
+            .find(|((g, c), _)| *c == config && std::rc::Rc::ptr_eq(g, graph))
         {
             return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
         }
@@ -549,7 +569,10 @@ impl CudnnContext {
         let plan = std::rc::Rc::new(plan);
         bounded_push(
             &mut self.engines.borrow_mut().plans,
-            ((key.clone(), config), std::rc::Rc::clone(&plan)),
+            (
+                (std::rc::Rc::clone(graph), config),
+                std::rc::Rc::clone(&plan),
+            ),
         );
         Ok(Some(plan))
     }
@@ -569,8 +592,7 @@ impl CudnnContext {
     /// that build and pass `accept`, best first; at most `limit`.
     fn engine_candidates(
         &self,
-        key: &GraphKey,
-        graph: &OpGraph,
+        graph: &std::rc::Rc<OpGraph>,
         accept: &dyn Fn(&engine::Notes) -> bool,
         limit: usize,
         exhaustive: bool,
@@ -581,7 +603,7 @@ impl CudnnContext {
                 break;
             }
             // An engine the heuristic lists may still refuse to build: skip it.
-            if let Ok(Some(plan)) = self.engine_config_plan(key, graph, config, accept) {
+            if let Ok(Some(plan)) = self.engine_config_plan(graph, config, accept) {
                 out.push(plan);
             }
         }
@@ -620,42 +642,38 @@ impl CudnnContext {
         beta: f64,
         align: i64,
     ) -> Result<std::rc::Rc<Plan>> {
-        let (key, graph) = self.engine_graph(p, alpha, beta, align)?;
+        let graph = self.engine_graph(p, alpha, beta, align)?;
         if let Some(config) = config {
             return self
-                .engine_config_plan(&key, &graph, config, |_| true)?
+                .engine_config_plan(&graph, config, |_| true)?
                 .ok_or_else(|| self.no_engine(p, false));
         }
-        let choice_key = ProblemKey::new(p, Route::Engine(None), math);
         let chosen = self
             .engines
             .borrow()
             .choices
             .iter()
-            .find(|(k, _)| *k == choice_key)
+            .find(|(k, _)| k.matches(p, Route::Engine(None), math))
             .map(|(_, c)| *c);
         let chosen = if let Some(c) = chosen {
             c
         } else {
-            let (ckey, cgraph) = self.engine_graph(p, 1.0, 0.0, 16)?;
+            let canonical = self.engine_graph(p, 1.0, 0.0, 16)?;
             let best = self
-                .engine_candidates(
-                    &ckey,
-                    &cgraph,
-                    &Self::engine_filter(p, math, false),
-                    1,
-                    false,
-                )?
+                .engine_candidates(&canonical, &Self::engine_filter(p, math, false), 1, false)?
                 .first()
                 .map(|plan| plan.config)
                 .ok_or_else(|| self.no_engine(p, false))?;
-            bounded_push(&mut self.engines.borrow_mut().choices, (choice_key, best));
+            bounded_push(
+                &mut self.engines.borrow_mut().choices,
+                (ProblemKey::new(p, Route::Engine(None), math), best),
+            );
             best
         };
-        if let Ok(Some(plan)) = self.engine_config_plan(&key, &graph, chosen, |_| true) {
+        if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, |_| true) {
             return Ok(plan);
         }
-        self.engine_candidates(&key, &graph, &Self::engine_filter(p, math, false), 1, false)?
+        self.engine_candidates(&graph, &Self::engine_filter(p, math, false), 1, false)?
             .into_iter()
             .next()
             .ok_or_else(|| self.no_engine(p, false))
@@ -667,9 +685,8 @@ impl CudnnContext {
     pub fn get_engine_raw(&self, p: RawProblem<'_>, deterministic_only: bool) -> Result<Engine> {
         p.validate(crate::convolution::AlgoKind::Engine)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
-        let (key, graph) = self.engine_graph(&p, 1.0, 0.0, 16)?;
+        let graph = self.engine_graph(&p, 1.0, 0.0, 16)?;
         self.engine_candidates(
-            &key,
             &graph,
             &Self::engine_filter(&p, math, deterministic_only),
             1,
@@ -766,8 +783,8 @@ impl CudnnContext {
             dx,
             workspace: (0, 0),
         });
-        let (key, graph) = self.engine_graph(p, 1.0, 0.0, align)?;
-        let mut plans = self.engine_candidates(&key, &graph, accept, limit, true)?;
+        let graph = self.engine_graph(p, 1.0, 0.0, align)?;
+        let mut plans = self.engine_candidates(&graph, accept, limit, true)?;
         plans.retain(|plan| max_workspace.is_none_or(|cap| plan.workspace <= cap));
         if plans.is_empty() {
             return Ok(Vec::new());

@@ -511,13 +511,14 @@ fn read_config(lib: &'static CudnnLibrary, cfg: &Desc) -> Result<EngineConfig> {
     let engine = [Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?];
     cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &engine)?;
     let index = engine[0].get_i64(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX)?;
-    if cfg.count_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES)? > MAX_KNOBS {
+    let count = cfg.count_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES)?;
+    if count > MAX_KNOBS {
         return Err(Error::cudnn(
             CudnnError::NotSupported,
             format!("engine {index} has more than {MAX_KNOBS} knobs"),
         ));
     }
-    let choices = (0..MAX_KNOBS)
+    let choices = (0..count)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
         .collect::<Result<Vec<_>>>()?;
     let n = cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &choices)?;

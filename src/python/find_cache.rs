@@ -69,6 +69,36 @@ impl Found {
     }
 }
 
+/// What a find returns per entry: a legacy algorithm record or an engine record.
+pub(crate) trait Measured: Copy {
+    fn wrap(self) -> Found;
+    fn unwrap(found: Found) -> Option<Self>;
+}
+
+impl Measured for BestHeuristic {
+    fn wrap(self) -> Found {
+        Found::Algo(self)
+    }
+    fn unwrap(found: Found) -> Option<Self> {
+        match found {
+            Found::Algo(b) => Some(b),
+            Found::Engine(_) => None,
+        }
+    }
+}
+
+impl Measured for Engine {
+    fn wrap(self) -> Found {
+        Found::Engine(self)
+    }
+    fn unwrap(found: Found) -> Option<Self> {
+        match found {
+            Found::Engine(e) => Some(e),
+            Found::Algo(_) => None,
+        }
+    }
+}
+
 /// Reads an engine name written by [`Found::name`].
 fn parse_engine(name: &str) -> Option<EngineConfig> {
     let mut parts = name.strip_prefix("Engine:")?.split(':');
@@ -99,6 +129,24 @@ impl FindCache {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
+    }
+
+    /// The measurement cached under `key` (unless `use_cache` is false), else `measure`'s,
+    /// which is then cached.
+    pub(crate) fn get_or_measure<T: Measured>(
+        &self,
+        key: String,
+        use_cache: bool,
+        measure: impl FnOnce() -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        if use_cache {
+            if let Some(found) = self.get(&key) {
+                return Ok(found.into_iter().filter_map(T::unwrap).collect());
+            }
+        }
+        let found = measure()?;
+        self.insert(key, found.iter().copied().map(T::wrap).collect());
+        Ok(found)
     }
 
     pub(crate) fn insert(&self, key: String, found: Vec<Found>) {

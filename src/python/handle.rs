@@ -10,7 +10,6 @@ use pyo3::types::{PyList, PyTuple};
 use super::conv::PyConvolutionDescriptor;
 use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
-use super::find_cache::Found;
 use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo, SelectedAlgo};
 use super::tensor::{PyFilter, PyTensor, Storage, TensorCore};
 use crate::context::{alloc_bytes, CudnnContext};
@@ -455,23 +454,10 @@ impl PyHandle {
         let found = py
             .detach(|| -> Result<Vec<BestHeuristic>> {
                 let key = super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic);
-                if use_cache {
-                    if let Some(found) = self.inner.find_cache.get(&key) {
-                        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                        return Ok(found
-                            .into_iter()
-                            .filter_map(|f| match f {
-                                Found::Algo(b) => Some(b),
-                                Found::Engine(_) => None,
-                            })
-                            .collect());
-                    }
-                }
-                let found = self.find(&ops, max_workspace_bytes, deterministic)?;
-                self.inner
-                    .find_cache
-                    .insert(key, found.iter().copied().map(Found::Algo).collect());
-                Ok(found)
+                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                self.inner.find_cache.get_or_measure(key, use_cache, || {
+                    self.find(&ops, max_workspace_bytes, deterministic)
+                })
             })
             .py_err(py)?;
         let items = found
@@ -545,26 +531,10 @@ impl PyHandle {
                     "engines limit {limit} | {}",
                     super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic)
                 );
-                let engines = |found: Vec<Found>| -> Vec<crate::convolution::Engine> {
-                    found
-                        .into_iter()
-                        .filter_map(|f| match f {
-                            Found::Engine(e) => Some(e),
-                            Found::Algo(_) => None,
-                        })
-                        .collect()
-                };
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                if use_cache {
-                    if let Some(found) = self.inner.find_cache.get(&key) {
-                        return Ok(engines(found));
-                    }
-                }
-                let found = self.find_engines(&ops, max_workspace_bytes, deterministic, limit)?;
-                self.inner
-                    .find_cache
-                    .insert(key, found.iter().copied().map(Found::Engine).collect());
-                Ok(found)
+                self.inner.find_cache.get_or_measure(key, use_cache, || {
+                    self.find_engines(&ops, max_workspace_bytes, deterministic, limit)
+                })
             })
             .py_err(py)?;
         let items = found
