@@ -28,14 +28,20 @@ for which in pip system; do
   [ -f "$lib" ] || { echo "no $which cuDNN at $lib"; continue; }
   export CUDNN_RS_CUDNN_PATH=$lib
   step "rust_gpu_$which" .carry/bin/test_gpu_rows --ignored --nocapture --test-threads 1
-  # GPU_RUN_SWEEP: 1 (default) sweeps the legacy algorithms and the graph API, legacy or
-  # engine one of them, 0 neither. CSVs: sweep_<build>.csv, sweep_engine_<build>.csv.
+  # GPU_RUN_SWEEP: 1 (default) sweeps the legacy algorithms, the graph API's heuristic
+  # engine and the default choice; legacy, engine or default one of them (a
+  # comma-separated list for several), 0 none. CSVs: sweep_<build>.csv,
+  # sweep_engine_<build>.csv, sweep_default_<build>.csv.
   sweep=${GPU_RUN_SWEEP:-1}
-  if [ "$sweep" = 1 ] || [ "$sweep" = legacy ]; then
+  wants() { [ "$sweep" = 1 ] || [[ ",$sweep," == *",$1,"* ]]; }
+  if wants legacy; then
     CUDNN_RS_SWEEP=legacy step "sweep_$which" .carry/bin/gpu_sweep "$out/sweep_$which.csv"
   fi
-  if [ "$sweep" = 1 ] || [ "$sweep" = engine ]; then
+  if wants engine; then
     CUDNN_RS_SWEEP=engine step "sweep_engine_$which" .carry/bin/gpu_sweep "$out/sweep_engine_$which.csv"
+  fi
+  if wants default; then
+    CUDNN_RS_SWEEP=default step "sweep_default_$which" .carry/bin/gpu_sweep "$out/sweep_default_$which.csv"
   fi
 done
 unset CUDNN_RS_CUDNN_PATH

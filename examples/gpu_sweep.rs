@@ -107,6 +107,7 @@ impl Config {
             algo: match self.route {
                 Route::Legacy(a) => a.kind(),
                 Route::Engine(_) => AlgoKind::Engine,
+                Route::Default => AlgoKind::DefaultAlgo,
             },
             filter: (self.dtype, self.formats[0]),
             dy: (self.dtype, self.formats[1]),
@@ -266,11 +267,14 @@ fn main() {
     let fmts = [Format::Nchw, Format::Nhwc];
     let mut wrong = 0usize;
     let which = std::env::var("CUDNN_RS_SWEEP").unwrap_or_default();
+    // "legacy": the six algorithms; "engine": the graph API's heuristic engine; "default":
+    // the library's default choice; anything else: all of them.
     let routes: Vec<Route> = BwdDataAlgo::ALL
         .into_iter()
         .map(Route::Legacy)
-        .filter(|_| which != "engine")
-        .chain((which != "legacy").then_some(Route::Engine(None)))
+        .filter(|_| !matches!(which.as_str(), "engine" | "default"))
+        .chain(matches!(which.as_str(), "engine" | "").then_some(Route::Engine(None)))
+        .chain(matches!(which.as_str(), "default" | "").then_some(Route::Default))
         .collect();
     for dims in [2usize, 3] {
         for (dtype, comps) in [

@@ -133,7 +133,16 @@ pub struct CudnnContext {
     graphs: std::cell::RefCell<crate::graph_cache::GraphCache<ProblemKey>>,
     /// Graph-API operation graphs, plans and `BestEngine` choices (see `engine`).
     engines: std::cell::RefCell<EngineCache>,
+    /// Whether `DefaultAlgo` times engines once per problem (see [`Self::set_benchmark`]).
+    benchmark: std::cell::Cell<bool>,
+    /// How long one measurement of the default choice may take.
+    benchmark_budget: std::cell::Cell<std::time::Duration>,
+    /// `(timed, left out)` of the last engine measurement.
+    last_find: std::cell::Cell<(usize, usize)>,
 }
+
+/// The default time budget of one measurement (see [`CudnnContext::set_benchmark_budget`]).
+pub const DEFAULT_BENCHMARK_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// An operation graph is fixed by the problem, the scaling factors and the alignment the
 /// addresses have.
@@ -176,6 +185,10 @@ struct EngineCache {
     plans: Vec<(PlanKey, std::rc::Rc<Plan>)>,
     /// `BestEngine`'s choice per problem and math type.
     choices: Vec<(ProblemKey, EngineConfig)>,
+    /// `DefaultAlgo`'s untimed choice per problem and math type.
+    defaults: Vec<(ProblemKey, EngineConfig)>,
+    /// `DefaultAlgo`'s measured choice per problem and math type (benchmarking on).
+    measured: Vec<(ProblemKey, Engine)>,
 }
 
 fn bounded_push<T>(list: &mut Vec<T>, item: T) {
@@ -220,6 +233,75 @@ impl ProblemKey {
             math,
             route,
         }
+    }
+}
+
+impl ProblemKey {
+    /// The key as one line of text (for the saved algorithm cache); the route is not
+    /// written: only `DefaultAlgo`'s measured choices are saved.
+    fn to_text(&self) -> String {
+        let dims = |v: &[usize]| {
+            v.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("x")
+        };
+        let op = |(t, f, shape): &(crate::data_type::DType, crate::tensor::Format, Vec<usize>)| {
+            format!("{}:{}:{}", t.name(), f.name(), dims(shape))
+        };
+        let c = &self.params;
+        format!(
+            "w={} dy={} dx={} pad={} stride={} dil={} groups={} mode={} comp={} math={}",
+            op(&self.operands[0]),
+            op(&self.operands[1]),
+            op(&self.operands[2]),
+            dims(&c.padding),
+            dims(&c.stride),
+            dims(&c.dilation),
+            c.groups,
+            c.mode.name(),
+            self.comp.name(),
+            self.math.name()
+        )
+    }
+
+    /// Reads [`Self::to_text`] back (as a `DefaultAlgo` key); `None` for anything else.
+    fn from_text(text: &str) -> Option<Self> {
+        let mut fields = std::collections::HashMap::new();
+        for part in text.split_whitespace() {
+            let (k, v) = part.split_once('=')?;
+            fields.insert(k, v);
+        }
+        let dims =
+            |v: &str| -> Option<Vec<usize>> { v.split('x').map(|d| d.parse().ok()).collect() };
+        let idims =
+            |v: &str| -> Option<Vec<i64>> { v.split('x').map(|d| d.parse().ok()).collect() };
+        let op = |name: &str| {
+            let mut it = fields.get(name)?.split(':');
+            let t = crate::data_type::DType::from_name(it.next()?)?;
+            let f = crate::tensor::Format::from_name(it.next()?)?;
+            Some((t, f, dims(it.next()?)?))
+        };
+        let mode = crate::convolution::ConvolutionMode::ALL
+            .into_iter()
+            .find(|m| Some(&m.name()) == fields.get("mode"))?;
+        let params = crate::convolution::ConvParams::new(
+            &idims(fields.get("pad")?)?,
+            &idims(fields.get("stride")?)?,
+            &idims(fields.get("dil")?)?,
+            fields.get("groups")?.parse().ok()?,
+            mode,
+        )
+        .ok()?;
+        Some(Self {
+            operands: [op("w")?, op("dy")?, op("dx")?],
+            params,
+            comp: crate::data_type::DType::from_name(fields.get("comp")?)?,
+            math: MathType::ALL
+                .into_iter()
+                .find(|m| Some(&m.name()) == fields.get("math"))?,
+            route: Route::Default,
+        })
     }
 }
 
@@ -320,6 +402,9 @@ impl CudnnContext {
             workspace_sizes: std::cell::RefCell::new(Vec::new()),
             graphs: std::cell::RefCell::new(crate::graph_cache::GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),
+            benchmark: std::cell::Cell::new(false),
+            benchmark_budget: std::cell::Cell::new(DEFAULT_BENCHMARK_BUDGET),
+            last_find: std::cell::Cell::new((0, 0)),
         };
         this.apply_stream()?;
         Ok(this)
@@ -370,6 +455,16 @@ impl CudnnContext {
         unsafe { (self.lib.api.cudnnGetCudartVersion)() }
     }
 
+    /// What measurements made on this context depend on besides the problem: the cuDNN
+    /// version and the GPU (name and compute capability), as one line of text. Saved
+    /// measurements are only used where this matches.
+    pub fn environment(&self) -> String {
+        let (major, minor, patch) = self.version();
+        let name = self.ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let (cc_major, cc_minor) = self.ctx.compute_capability().unwrap_or((0, 0));
+        format!("cuDNN {major}.{minor}.{patch} | {name} | sm_{cc_major}{cc_minor}")
+    }
+
     /// Where cuDNN was loaded from.
     pub fn library_origin(&self) -> &str {
         &self.lib.origin
@@ -377,6 +472,144 @@ impl CudnnContext {
 
     fn bind(&self) -> Result<()> {
         Ok(self.ctx.bind_to_thread()?)
+    }
+
+    /// Turns measuring on or off for [`crate::DefaultAlgo`] (and so for the one-call API),
+    /// as PyTorch's `torch.backends.cudnn.benchmark`: on, the first call (or workspace
+    /// query) of a problem times the engines the heuristics list on scratch buffers, within
+    /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
+    /// choice is made without timing. Measured choices are kept either way.
+    pub fn set_benchmark(&self, on: bool) {
+        self.benchmark.set(on);
+    }
+
+    /// Whether [`crate::DefaultAlgo`] measures (see [`Self::set_benchmark`]).
+    pub fn benchmark(&self) -> bool {
+        self.benchmark.get()
+    }
+
+    /// Sets how long one measurement of a problem may take (default 2 s): candidates
+    /// not reached by then are left out (and counted in [`Self::last_find_report`]).
+    pub fn set_benchmark_budget(&self, budget: std::time::Duration) {
+        self.benchmark_budget.set(budget);
+    }
+
+    /// How long one measurement of a problem may take.
+    pub fn benchmark_budget(&self) -> std::time::Duration {
+        self.benchmark_budget.get()
+    }
+
+    /// What the last engine measurement did: `(timed, left_out)`, the number of engine
+    /// configurations it timed and the number it did not reach within its time budget.
+    pub fn last_find_report(&self) -> (usize, usize) {
+        self.last_find.get()
+    }
+
+    /// The measured default choices this context holds, `(problem, engine)`, for saving
+    /// (the problem as text, read back by [`Self::insert_measured_choice`]).
+    pub fn measured_choices(&self) -> Vec<(String, Engine)> {
+        self.engines
+            .borrow()
+            .measured
+            .iter()
+            .map(|(k, e)| (k.to_text(), *e))
+            .collect()
+    }
+
+    /// Adds a measured default choice saved by [`Self::measured_choices`]; `false` when the
+    /// problem text does not parse.
+    pub fn insert_measured_choice(&self, problem: &str, engine: Engine) -> bool {
+        let Some(key) = ProblemKey::from_text(problem) else {
+            return false;
+        };
+        let mut cache = self.engines.borrow_mut();
+        cache.measured.retain(|(k, _)| *k != key);
+        bounded_push(&mut cache.measured, (key, engine));
+        true
+    }
+
+    /// The engine configuration `DefaultAlgo` runs for the problem with math type `math`:
+    /// the measured one when benchmarking is on, else the untimed choice; each made once
+    /// per problem and kept.
+    fn default_config(&self, p: &RawProblem<'_>, math: MathType) -> Result<EngineConfig> {
+        if self.benchmark.get() {
+            if let Some(e) = self
+                .engines
+                .borrow()
+                .measured
+                .iter()
+                .find(|(k, _)| k.matches(p, Route::Default, math))
+                .map(|(_, e)| *e)
+            {
+                return Ok(e.config());
+            }
+            let best = self.measure_default(p, math)?;
+            bounded_push(
+                &mut self.engines.borrow_mut().measured,
+                (ProblemKey::new(p, Route::Default, math), best),
+            );
+            return Ok(best.config());
+        }
+        if let Some(c) = self
+            .engines
+            .borrow()
+            .defaults
+            .iter()
+            .find(|(k, _)| k.matches(p, Route::Default, math))
+            .map(|(_, c)| *c)
+        {
+            return Ok(c);
+        }
+        let canonical = self.engine_graph(p, 1.0, 0.0, 16)?;
+        let accept = move |n: &engine::Notes| n.fit_default(math, false);
+        let best = self
+            .engine_candidates(&canonical, &accept, 1, engine::Sources::Instant)?
+            .first()
+            .map(|plan| plan.config)
+            .ok_or_else(|| self.no_engine(p, false))?;
+        bounded_push(
+            &mut self.engines.borrow_mut().defaults,
+            (ProblemKey::new(p, Route::Default, math), best),
+        );
+        Ok(best)
+    }
+
+    /// Times the candidates of the default choice on scratch operands (never the caller's
+    /// memory): the fastest engine.
+    fn measure_default(&self, p: &RawProblem<'_>, math: MathType) -> Result<Engine> {
+        let w: CudaSlice<u8> = self.stream.alloc_zeros(p.w.nbytes().max(1))?;
+        let dy: CudaSlice<u8> = self.stream.alloc_zeros(p.dy.nbytes().max(1))?;
+        let (wp, _gw) = GpuBuffer::device_ptr(&w, &self.stream);
+        let (dyp, _gdy) = GpuBuffer::device_ptr(&dy, &self.stream);
+        let accept = move |n: &engine::Notes| n.fit_default(math, false);
+        // SAFETY: both scratch buffers were allocated above with the descriptors' sizes
+        // and live until the measurement returns.
+        let timed = unsafe {
+            self.time_engines(
+                p,
+                wp,
+                dyp,
+                None,
+                &accept,
+                usize::MAX,
+                engine::Sources::Heuristics,
+                Some(self.benchmark_budget.get()),
+            )?
+        };
+        timed
+            .into_iter()
+            .next()
+            .map(|(e, _)| e)
+            .ok_or_else(|| self.no_engine(p, false))
+    }
+
+    /// `Route::Default` made concrete: the engine configuration the context's default
+    /// choice runs; other routes as they are.
+    fn resolve_route(&self, p: &RawProblem<'_>, route: Route, math: MathType) -> Result<Route> {
+        match route {
+            Route::Default => Ok(Route::Engine(Some(self.default_config(p, math)?))),
+            other => Ok(other),
+        }
     }
 
     // ---- run-time (untyped) core; the typed methods below and the Python layer use it.
@@ -486,6 +719,7 @@ impl CudnnContext {
         route: Route,
         math: MathType,
     ) -> Result<Option<usize>> {
+        let route = self.resolve_route(&p, route, math)?;
         if let Some((_, size)) = self
             .workspace_sizes
             .borrow()
@@ -497,6 +731,12 @@ impl CudnnContext {
         let size = match route {
             Route::Legacy(algo) => self.query_workspace_size(p, algo, math)?,
             Route::Engine(choice) => {
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                (plan.workspace > 0).then_some(plan.workspace)
+            }
+            // Resolved above; kept total.
+            Route::Default => {
+                let choice = Some(self.default_config(&p, math)?);
                 let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
                 (plan.workspace > 0).then_some(plan.workspace)
             }
@@ -588,17 +828,17 @@ impl CudnnContext {
         move |n: &engine::Notes| n.fit(math, comp) && !(deterministic_only && n.nondeterministic)
     }
 
-    /// The heuristic's engines for the graph (and, with `exhaustive`, every other engine)
-    /// that build and pass `accept`, best first; at most `limit`.
+    /// The engines `sources` list for the graph that build and pass `accept`, best first;
+    /// at most `limit`.
     fn engine_candidates(
         &self,
         graph: &std::rc::Rc<OpGraph>,
         accept: &dyn Fn(&engine::Notes) -> bool,
         limit: usize,
-        exhaustive: bool,
+        sources: engine::Sources,
     ) -> Result<Vec<std::rc::Rc<Plan>>> {
         let mut out = Vec::new();
-        for config in engine::candidates(self.lib, graph, exhaustive)? {
+        for config in engine::candidates(self.lib, graph, sources)? {
             if out.len() >= limit {
                 break;
             }
@@ -660,7 +900,12 @@ impl CudnnContext {
         } else {
             let canonical = self.engine_graph(p, 1.0, 0.0, 16)?;
             let best = self
-                .engine_candidates(&canonical, &Self::engine_filter(p, math, false), 1, false)?
+                .engine_candidates(
+                    &canonical,
+                    &Self::engine_filter(p, math, false),
+                    1,
+                    engine::Sources::Heuristics,
+                )?
                 .first()
                 .map(|plan| plan.config)
                 .ok_or_else(|| self.no_engine(p, false))?;
@@ -673,10 +918,15 @@ impl CudnnContext {
         if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, |_| true) {
             return Ok(plan);
         }
-        self.engine_candidates(&graph, &Self::engine_filter(p, math, false), 1, false)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.no_engine(p, false))
+        self.engine_candidates(
+            &graph,
+            &Self::engine_filter(p, math, false),
+            1,
+            engine::Sources::Heuristics,
+        )?
+        .into_iter()
+        .next()
+        .ok_or_else(|| self.no_engine(p, false))
     }
 
     /// The graph-API heuristic's first engine for the problem that fits the descriptor's
@@ -690,22 +940,25 @@ impl CudnnContext {
             &graph,
             &Self::engine_filter(&p, math, deterministic_only),
             1,
-            false,
+            engine::Sources::Heuristics,
         )?
         .first()
         .map(|plan| plan.engine())
         .ok_or_else(|| self.no_engine(&p, deterministic_only))
     }
 
-    /// Autotune: builds the graph API's engines for the problem, the heuristic's first and
-    /// then every other engine (those that fit the descriptor's math type,
-    /// `deterministic_only` and `max_workspace`; at most `limit`), and times each on the
-    /// given inputs (one warm-up run, then the best of three; an engine ten times slower
-    /// than the fastest so far on its warm-up is not run again), writing into a scratch
-    /// `dx`. Fastest first.
+    /// Autotune: builds the graph API's engines for the problem, every configuration its
+    /// heuristics rank (each knob setting of modes A, B and the fallback list) and then
+    /// every other engine (those that fit the descriptor's math type, `deterministic_only`
+    /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
+    /// [`Self::last_find_report`] for what was left out), and times each on the given
+    /// inputs (one warm-up run, then the best of three; an engine ten times slower than
+    /// the fastest so far on its warm-up is not run again), writing into a scratch `dx`.
+    /// Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn find_engines_raw(
         &self,
         p: RawProblem<'_>,
@@ -714,12 +967,24 @@ impl CudnnContext {
         max_workspace: Option<usize>,
         deterministic_only: bool,
         limit: usize,
+        budget: Option<std::time::Duration>,
     ) -> Result<Vec<Engine>> {
         p.validate(crate::convolution::AlgoKind::Engine)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
         let accept = Self::engine_filter(&p, math, deterministic_only);
         // SAFETY: forwarded from this function's contract.
-        let timed = unsafe { self.time_engines(&p, w, dy, max_workspace, &accept, limit)? };
+        let timed = unsafe {
+            self.time_engines(
+                &p,
+                w,
+                dy,
+                max_workspace,
+                &accept,
+                limit,
+                engine::Sources::Exhaustive,
+                budget,
+            )?
+        };
         if timed.is_empty() {
             return Err(self.no_engine(&p, deterministic_only));
         }
@@ -743,7 +1008,18 @@ impl CudnnContext {
         let math = p.conv.effective_math_type(p.dx.dtype());
         let fit = Self::engine_filter(&p, math, false);
         // SAFETY: forwarded from this function's contract.
-        let timed = unsafe { self.time_engines(&p, w, dy, None, &|_| true, 64)? };
+        let timed = unsafe {
+            self.time_engines(
+                &p,
+                w,
+                dy,
+                None,
+                &|_| true,
+                64,
+                engine::Sources::Exhaustive,
+                None,
+            )?
+        };
         Ok(timed
             .into_iter()
             .map(|(e, notes)| {
@@ -760,12 +1036,14 @@ impl CudnnContext {
             .collect())
     }
 
-    /// Builds up to `limit` of the graph's engines (heuristic order, then the rest) that
-    /// pass `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up, then the best of
-    /// three) into a scratch `dx`; fastest first.
+    /// Builds up to `limit` of the engines `sources` list (in their order) that pass
+    /// `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up,
+    /// then the best of three) into a scratch `dx`, until `budget` runs out; fastest
+    /// first. Records `(timed, left out)` for [`Self::last_find_report`].
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
+    #[allow(clippy::too_many_arguments)]
     unsafe fn time_engines(
         &self,
         p: &RawProblem<'_>,
@@ -774,7 +1052,10 @@ impl CudnnContext {
         max_workspace: Option<usize>,
         accept: &dyn Fn(&engine::Notes) -> bool,
         limit: usize,
+        sources: engine::Sources,
+        budget: Option<std::time::Duration>,
     ) -> Result<Vec<(Engine, engine::Notes)>> {
+        let started = std::time::Instant::now();
         let mut scratch_dx: CudaSlice<u8> = alloc_bytes(&self.stream, p.dx.nbytes().max(1))?;
         let (dx, _gdx) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
         let align = engine::alignment(&RawPointers {
@@ -784,31 +1065,55 @@ impl CudnnContext {
             workspace: (0, 0),
         });
         let graph = self.engine_graph(p, 1.0, 0.0, align)?;
-        let mut plans = self.engine_candidates(&graph, accept, limit, true)?;
-        plans.retain(|plan| max_workspace.is_none_or(|cap| plan.workspace <= cap));
-        if plans.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ws_bytes = plans.iter().map(|plan| plan.workspace).max().unwrap_or(0);
-        let mut workspace: CudaSlice<u8> = alloc_bytes(&self.stream, ws_bytes.max(1))?;
-        let (ws, _gws) = GpuBufferMut::device_ptr_mut(&mut workspace, &self.stream);
-        let ptrs = RawPointers {
-            w,
-            dy,
-            dx,
-            workspace: (ws, ws_bytes),
-        };
+        let configs = engine::candidates(self.lib, &graph, sources)?;
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
-        let mut found = Vec::with_capacity(plans.len());
+        let mut workspace: Option<CudaSlice<u8>> = None;
+        let mut found = Vec::new();
         let mut fastest = f32::INFINITY;
-        for plan in &plans {
+        let (mut timed, mut left_out) = (0usize, 0usize);
+        for (i, config) in configs.iter().enumerate() {
+            if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
+                left_out = configs.len() - i;
+                break;
+            }
+            // An engine the heuristic lists may still refuse to build: skip it.
+            let Ok(Some(plan)) = self.engine_config_plan(&graph, *config, accept) else {
+                continue;
+            };
+            if max_workspace.is_some_and(|cap| plan.workspace > cap) {
+                continue;
+            }
+            if workspace.as_ref().map_or(0, CudaSlice::len) < plan.workspace {
+                workspace = None;
+                // A workspace the device cannot hold rules the engine out, not the find.
+                match alloc_bytes(&self.stream, plan.workspace) {
+                    Ok(ws) => workspace = Some(ws),
+                    Err(Error::OutOfMemory { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let (ws, _gws) = match workspace.as_mut() {
+                Some(ws) => {
+                    let len = ws.len();
+                    let (ptr, guard) = GpuBufferMut::device_ptr_mut(ws, &self.stream);
+                    ((ptr, len), Some(guard))
+                }
+                None => ((0, 0), None),
+            };
+            let ptrs = RawPointers {
+                w,
+                dy,
+                dx,
+                workspace: ws,
+            };
+            timed += 1;
             let mut best = f32::INFINITY;
             for run in 0..4 {
                 start.record(&self.stream)?;
                 // SAFETY: w and dy per the caller; dx and the workspace were allocated
-                // above with the sizes the graph and the largest plan need.
-                let code = unsafe { engine::execute(self.lib, self.handle.0, plan, &ptrs)? };
+                // above with the sizes the graph and this plan need.
+                let code = unsafe { engine::execute(self.lib, self.handle.0, &plan, &ptrs)? };
                 end.record(&self.stream)?;
                 if code != 0 {
                     best = f32::INFINITY;
@@ -830,6 +1135,7 @@ impl CudnnContext {
                 found.push((plan.engine().with_time(best), plan.notes));
             }
         }
+        self.last_find.set((timed, left_out));
         found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
         Ok(found)
     }
@@ -910,6 +1216,7 @@ impl CudnnContext {
             Route::Legacy(algo) => kind == AlgoKind::BestHeuristic || kind.fixed() == Some(algo),
             Route::Engine(None) => kind == AlgoKind::BestEngine,
             Route::Engine(Some(_)) => kind == AlgoKind::Engine,
+            Route::Default => kind == AlgoKind::DefaultAlgo,
         };
         if !consistent {
             return Err(Error::InvalidArgument(format!(
@@ -957,6 +1264,11 @@ impl CudnnContext {
         let algo = match route {
             Route::Legacy(algo) => algo,
             Route::Engine(config) => {
+                // SAFETY: forwarded from this function's contract.
+                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+            }
+            Route::Default => {
+                let config = Some(self.default_config(&p, math)?);
                 // SAFETY: forwarded from this function's contract.
                 return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
             }
@@ -1368,6 +1680,7 @@ impl CudnnContext {
                 max_workspace,
                 determinism == Some(Determinism::Deterministic),
                 limit,
+                None,
             )
         }
     }

@@ -421,6 +421,17 @@ impl Notes {
             || (self.reduced_precision && comp != DType::F16))
     }
 
+    /// The default choice's filter, PyTorch's: engines that convert inputs down are left
+    /// out unless `math` is `TensorOpAllowConversion`, tensor-core engines under `Fma`
+    /// (f32 without TF32), and non-deterministic ones when determinism is asked for; a
+    /// reduction in less than the compute type is admitted (the instant heuristic ranks
+    /// such engines first for half data, and PyTorch runs them).
+    pub(crate) fn fit_default(self, math: MathType, deterministic_only: bool) -> bool {
+        !((self.tensor_core && math == MathType::Fma)
+            || (self.down_convert && math != MathType::TensorOpAllowConversion)
+            || (deterministic_only && self.nondeterministic))
+    }
+
     fn determinism(self) -> Determinism {
         if self.nondeterministic {
             Determinism::NonDeterministic
@@ -438,21 +449,40 @@ impl Notes {
     }
 }
 
-/// The engine configurations cuDNN's heuristic ranks for `graph` (modes A and B, then the
-/// fallback list), best first, without repeats. With `exhaustive`, every other engine of
-/// the graph follows with its default knobs, for autotuning: the heuristics leave out
-/// engines that are sometimes the fastest.
+/// Which of the graph API's heuristics a candidate list draws on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sources {
+    /// The instant heuristic (mode A) and then the fallback list: what PyTorch's cuDNN
+    /// path walks when not benchmarking, and what the library's default choice walks.
+    Instant,
+    /// Modes A and B, then the fallback list (`BestEngine`, `get_..._engine`).
+    Heuristics,
+    /// Every configuration modes A, B and the fallback list return (each knob setting),
+    /// then every other engine of the graph with its default knobs, for autotuning: the
+    /// heuristics leave out engines that are sometimes the fastest.
+    Exhaustive,
+}
+
+/// The engine configurations cuDNN's heuristics rank for `graph`, best first, without
+/// repeats, drawn from `sources`.
 pub(crate) fn candidates(
     lib: &'static CudnnLibrary,
     graph: &OpGraph,
-    exhaustive: bool,
+    sources: Sources,
 ) -> Result<Vec<EngineConfig>> {
+    let modes: &[HeurMode] = match sources {
+        Sources::Instant => &[
+            HeurMode::CUDNN_HEUR_MODE_A,
+            HeurMode::CUDNN_HEUR_MODE_FALLBACK,
+        ],
+        Sources::Heuristics | Sources::Exhaustive => &[
+            HeurMode::CUDNN_HEUR_MODE_A,
+            HeurMode::CUDNN_HEUR_MODE_B,
+            HeurMode::CUDNN_HEUR_MODE_FALLBACK,
+        ],
+    };
     let mut out: Vec<EngineConfig> = Vec::new();
-    for mode in [
-        HeurMode::CUDNN_HEUR_MODE_A,
-        HeurMode::CUDNN_HEUR_MODE_B,
-        HeurMode::CUDNN_HEUR_MODE_FALLBACK,
-    ] {
+    for &mode in modes {
         // A mode that cannot answer for this graph adds nothing; the others still do.
         if let Ok(ranked) = heuristic(lib, graph, mode) {
             for c in ranked {
@@ -462,7 +492,7 @@ pub(crate) fn candidates(
             }
         }
     }
-    if exhaustive {
+    if sources == Sources::Exhaustive {
         let engines = graph
             .graph
             .get_i64(Attr::CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)?

@@ -29,8 +29,8 @@ mod python;
 pub use context::CudnnContext;
 pub use convolution::{
     BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode,
-    DataAlgo0, DataAlgo1, Engine, EngineConfig, Fft, FftTiling, Filter, FilterDescriptor,
-    SupportedConvBwdData, Winograd, WinogradNonFused,
+    DataAlgo0, DataAlgo1, DefaultAlgo, Engine, EngineConfig, Fft, FftTiling, Filter,
+    FilterDescriptor, SupportedConvBwdData, Winograd, WinogradNonFused,
 };
 pub use data_type::{DType, DataType};
 pub use determinism::Determinism;

@@ -265,6 +265,13 @@ class BestEngine(Algorithm):
     """The graph API's heuristic engine for the problem, chosen on first use per
     problem and kept on the handle."""
 
+@final
+class DefaultAlgo(Algorithm):
+    """The library's default choice (what the one-call API runs): made without
+    timing, the same in every process for a problem, cuDNN and GPU; on a handle with
+    ``benchmark=True``, the fastest engine measured once per problem. Admitted on
+    every configuration."""
+
 @disjoint_base
 class BestHeuristic(Algorithm):
     """An algorithm cuDNN chose, with what it said of it.
@@ -929,12 +936,17 @@ class Handle:
     reference device (``Handle(device="cpu")``), with one API."""
 
     def __new__(
-        cls, device: int | str | None = None, stream: object | None = None
+        cls,
+        device: int | str | None = None,
+        stream: object | None = None,
+        *,
+        benchmark: bool = False,
     ) -> Handle:
         """``device``: an ordinal, "cuda", "cuda:N" or "cpu" (CUDA device 0 when
         None). ``stream``: a raw ``CUstream`` (int) or an object with
         ``__cuda_stream__`` (or a ``cuda_stream`` / ``ptr`` attribute, as PyTorch's
-        and CuPy's streams); None for the default stream.
+        and CuPy's streams); None for the default stream. ``benchmark``: see
+        ``Handle.benchmark``.
 
         Raises CudaError or LibraryNotFoundError when the GPU cannot be used.
         """
@@ -944,6 +956,23 @@ class Handle:
     @property
     def is_cpu(self) -> bool:
         """Whether this is the CPU reference device."""
+    @property
+    def benchmark(self) -> bool:
+        """Whether the default choice (``DefaultAlgo()``, the one-call API) measures,
+        as PyTorch's ``torch.backends.cudnn.benchmark``: when True, the first call (or
+        workspace query) of a problem times the engines cuDNN's heuristics list on
+        scratch buffers, within ``benchmark_budget_ms``, and later calls run the
+        fastest. False (the default): chosen without timing, the same in every
+        process."""
+    @benchmark.setter
+    def benchmark(self, on: bool) -> None: ...
+    @property
+    def benchmark_budget_ms(self) -> float:
+        """How long measuring one problem may take (default 2000 ms)."""
+    @benchmark_budget_ms.setter
+    def benchmark_budget_ms(self, ms: float) -> None: ...
+    def last_find_report(self) -> tuple[int, int]:
+        """``(timed, left_out)`` of the last engine measurement on this handle."""
     def version(self) -> tuple[int, int, int]:
         """cuDNN version (major, minor, patch); on the CPU device, the version the
         crate binds (``BOUND_CUDNN_VERSION``)."""
@@ -961,10 +990,12 @@ class Handle:
     def clear_algorithm_cache(self) -> None:
         """Forgets every cached measurement."""
     def save_algorithm_cache(self, path: str | os.PathLike[str]) -> None:
-        """Writes the cached measurements to ``path`` (text, one problem per line)."""
+        """Writes the cached measurements (finds and measured default choices) to
+        ``path``; the first line names the cuDNN version and GPU."""
     def load_algorithm_cache(self, path: str | os.PathLike[str]) -> int:
         """Adds the measurements saved at ``path``; returns how many problems were read.
-        A malformed file adds nothing and raises ``ShapeError``."""
+        A malformed file adds nothing and raises ``ShapeError``; a file from another
+        cuDNN version or GPU adds nothing and warns (``RuntimeWarning``)."""
     # BEGIN GENERATED OVERLOADS
     # Generated from the support table in src/convolution/support.rs by
     # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:
@@ -2513,7 +2544,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]:
         """Autotunes the graph API: times up to `limit` of its engines (the heuristic's
@@ -2531,7 +2563,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2544,7 +2577,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2557,7 +2591,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2570,7 +2605,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2583,7 +2619,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2596,7 +2633,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2609,7 +2647,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2622,7 +2661,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2635,7 +2675,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2648,7 +2689,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2661,7 +2703,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2674,7 +2717,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2687,7 +2731,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2700,7 +2745,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2713,7 +2759,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2726,7 +2773,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2739,7 +2787,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2752,7 +2801,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2765,7 +2815,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2778,7 +2829,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2791,7 +2843,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2804,7 +2857,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2817,7 +2871,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2830,7 +2885,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2843,7 +2899,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2856,7 +2913,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2869,7 +2927,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2882,7 +2941,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2895,7 +2955,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2908,7 +2969,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2921,7 +2983,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2934,7 +2997,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2947,7 +3011,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2960,7 +3025,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2973,7 +3039,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2986,7 +3053,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -2999,7 +3067,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3012,7 +3081,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3025,7 +3095,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3038,7 +3109,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3051,7 +3123,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3064,7 +3137,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3077,7 +3151,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3090,7 +3165,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3103,7 +3179,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3116,7 +3193,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3129,7 +3207,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3142,7 +3221,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3155,7 +3235,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3168,7 +3249,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3181,7 +3263,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3194,7 +3277,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3207,7 +3291,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3220,7 +3305,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3233,7 +3319,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3246,7 +3333,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3259,7 +3347,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3272,7 +3361,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3285,7 +3375,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3298,7 +3389,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3311,7 +3403,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3324,7 +3417,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3337,7 +3431,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3350,7 +3445,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3363,7 +3459,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3376,7 +3473,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3389,7 +3487,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3402,7 +3501,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3415,7 +3515,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3428,7 +3529,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3441,7 +3543,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3454,7 +3557,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3467,7 +3571,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3480,7 +3585,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3493,7 +3599,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3506,7 +3613,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3519,7 +3627,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3532,7 +3641,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3545,7 +3655,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3558,7 +3669,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3571,7 +3683,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3584,7 +3697,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3597,7 +3711,8 @@ class Handle:
         *,
         max_workspace_bytes: int | None = None,
         deterministic: bool = False,
-        limit: int = 16,
+        limit: int | None = None,
+        budget_ms: float | None = 10000.0,
         use_cache: bool = True,
     ) -> list[Engine]: ...
     @overload
@@ -3680,6 +3795,15 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -3732,6 +3856,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
@@ -3777,6 +3910,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NCHW, Rank4],
@@ -3797,6 +3939,15 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -3809,6 +3960,15 @@ class Handle:
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3833,6 +3993,15 @@ class Handle:
         self,
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -3850,6 +4019,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -3863,6 +4041,15 @@ class Handle:
         dx: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        dx: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3923,6 +4110,15 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: DataAlgo0,
@@ -3966,6 +4162,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
@@ -3980,6 +4185,15 @@ class Handle:
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4004,6 +4218,15 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: Engine,
@@ -4020,6 +4243,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
@@ -4034,6 +4266,15 @@ class Handle:
         dx: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4057,6 +4298,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
@@ -4070,6 +4320,15 @@ class Handle:
         dx: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        dx: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4148,6 +4407,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -4200,6 +4468,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
@@ -4245,6 +4522,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
@@ -4265,6 +4551,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -4277,6 +4572,15 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4301,6 +4605,15 @@ class Handle:
         self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -4318,6 +4631,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -4331,6 +4653,15 @@ class Handle:
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4391,6 +4722,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo0,
@@ -4443,6 +4783,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
@@ -4488,6 +4837,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
@@ -4508,6 +4866,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: Engine,
@@ -4520,6 +4887,15 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4544,6 +4920,15 @@ class Handle:
         self,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: Engine,
@@ -4561,6 +4946,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
@@ -4574,6 +4968,15 @@ class Handle:
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4634,6 +5037,15 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
@@ -4686,6 +5098,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
@@ -4731,6 +5152,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
@@ -4751,6 +5181,15 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -4763,6 +5202,15 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4787,6 +5235,15 @@ class Handle:
         self,
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
@@ -4804,6 +5261,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -4817,6 +5283,15 @@ class Handle:
         dx: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        dx: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4877,6 +5352,15 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -4907,6 +5391,15 @@ class Handle:
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4947,6 +5440,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NCHW, Rank5],
@@ -4967,6 +5469,15 @@ class Handle:
         self,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -4979,6 +5490,15 @@ class Handle:
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5003,6 +5523,15 @@ class Handle:
         self,
         w: Filter[F32, NHWC, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -5020,6 +5549,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -5033,6 +5571,15 @@ class Handle:
         dx: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        dx: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5093,6 +5640,15 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
@@ -5127,6 +5683,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
@@ -5141,6 +5706,15 @@ class Handle:
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5165,6 +5739,15 @@ class Handle:
         self,
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: Engine,
@@ -5181,6 +5764,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NCHW, Rank5],
@@ -5195,6 +5787,15 @@ class Handle:
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5218,6 +5819,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
@@ -5231,6 +5841,15 @@ class Handle:
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        dx: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5291,6 +5910,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -5325,6 +5953,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
@@ -5361,6 +5998,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
@@ -5381,6 +6027,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -5393,6 +6048,15 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5417,6 +6081,15 @@ class Handle:
         self,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -5434,6 +6107,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -5447,6 +6129,15 @@ class Handle:
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5489,6 +6180,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: Engine,
@@ -5501,6 +6201,15 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5541,6 +6250,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
@@ -5561,6 +6279,15 @@ class Handle:
         self,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: Engine,
@@ -5573,6 +6300,15 @@ class Handle:
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5597,6 +6333,15 @@ class Handle:
         self,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: Engine,
@@ -5614,6 +6359,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
@@ -5627,6 +6381,15 @@ class Handle:
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5678,6 +6441,15 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
@@ -5708,6 +6480,15 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5748,6 +6529,15 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
         dx: Tensor[BF16, NCHW, Rank5],
@@ -5768,6 +6558,15 @@ class Handle:
         self,
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -5780,6 +6579,15 @@ class Handle:
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5804,6 +6612,15 @@ class Handle:
         self,
         w: Filter[BF16, NHWC, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
@@ -5821,6 +6638,15 @@ class Handle:
     def get_convolution_backward_data_workspace_size(
         self,
         w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        dx: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
         dx: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -5834,6 +6660,15 @@ class Handle:
         dx: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        dx: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5978,6 +6813,18 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -6047,6 +6894,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -6107,6 +6966,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -6123,6 +6994,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank4],
@@ -6147,6 +7030,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6182,6 +7077,18 @@ class Handle:
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -6195,6 +7102,18 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6219,6 +7138,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank4],
+        dy: Tensor[F32, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank4],
@@ -6302,6 +7233,18 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -6359,6 +7302,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
@@ -6375,6 +7330,18 @@ class Handle:
         dy: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank4],
@@ -6410,6 +7377,18 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -6431,6 +7410,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F64, NCHW, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
@@ -6447,6 +7438,18 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank4],
@@ -6480,6 +7483,18 @@ class Handle:
         self,
         alpha: float,
         w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
         dy: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: Engine,
@@ -6495,6 +7510,18 @@ class Handle:
         dy: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank4],
+        dy: Tensor[F64, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank4],
@@ -6602,6 +7629,18 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -6671,6 +7710,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -6731,6 +7782,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -6747,6 +7810,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -6771,6 +7846,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -6806,6 +7893,18 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -6819,6 +7918,18 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -6843,6 +7954,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -6926,6 +8049,18 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -6995,6 +8130,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
@@ -7055,6 +8202,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
@@ -7071,6 +8230,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -7095,6 +8266,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7130,6 +8313,18 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -7143,6 +8338,18 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7167,6 +8374,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank4],
+        dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -7250,6 +8469,18 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -7319,6 +8550,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -7379,6 +8622,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
@@ -7395,6 +8650,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank4],
@@ -7419,6 +8686,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -7454,6 +8733,18 @@ class Handle:
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -7467,6 +8758,18 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -7491,6 +8794,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank4],
+        dy: Tensor[BF16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank4],
@@ -7574,6 +8889,18 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -7611,6 +8938,18 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -7667,6 +9006,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -7683,6 +9034,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank5],
@@ -7707,6 +9070,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NCHW, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -7742,6 +9117,18 @@ class Handle:
         w: Filter[F32, NHWC, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -7755,6 +9142,18 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -7779,6 +9178,18 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F32, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F32, NHWC, Rank5],
+        dy: Tensor[F32, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank5],
@@ -7862,6 +9273,18 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -7907,6 +9330,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
@@ -7923,6 +9358,18 @@ class Handle:
         dy: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank5],
@@ -7958,6 +9405,18 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -7979,6 +9438,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F64, NCHW, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
@@ -7995,6 +9466,18 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank5],
@@ -8028,6 +9511,18 @@ class Handle:
         self,
         alpha: float,
         w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
         dy: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: Engine,
@@ -8043,6 +9538,18 @@ class Handle:
         dy: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F64, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F64, NHWC, Rank5],
+        dy: Tensor[F64, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank5],
@@ -8126,6 +9633,18 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -8171,6 +9690,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -8219,6 +9750,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -8235,6 +9778,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -8259,6 +9814,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -8294,6 +9861,18 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -8307,6 +9886,18 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -8331,6 +9922,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -8390,6 +9993,18 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -8403,6 +10018,18 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -8459,6 +10086,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
@@ -8475,6 +10114,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -8499,6 +10150,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -8534,6 +10197,18 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -8547,6 +10222,18 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -8571,6 +10258,18 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NHWC, Rank5],
+        dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -8642,6 +10341,18 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: DataAlgo0,
         workspace: Workspace | None,
         beta: float,
@@ -8679,6 +10390,18 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -8735,6 +10458,18 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
@@ -8751,6 +10486,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank5],
@@ -8775,6 +10522,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NCHW, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -8810,6 +10569,18 @@ class Handle:
         w: Filter[BF16, NHWC, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
         algo: Engine,
         workspace: Workspace | None,
         beta: float,
@@ -8823,6 +10594,18 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -8847,6 +10630,18 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         algo: BestEngine,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[BF16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, NHWC, Rank5],
+        dy: Tensor[BF16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank5],
@@ -8977,7 +10772,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9004,6 +10799,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9055,7 +10863,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9082,6 +10890,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9120,7 +10941,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9155,6 +10976,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F32, NCHW, Rank4],
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -9172,7 +11006,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9198,7 +11045,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9224,7 +11084,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9250,7 +11123,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9276,7 +11162,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank4],
+    dy: Tensor[F32, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -9328,7 +11227,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9355,6 +11254,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9393,7 +11305,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9428,6 +11340,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F64, NHWC, Rank4],
     dy: Tensor[F64, NHWC, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
@@ -9445,7 +11370,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9471,7 +11409,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9497,7 +11448,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9523,7 +11487,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9549,7 +11526,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9575,7 +11565,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank4],
+    dy: Tensor[F64, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -9653,7 +11656,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9680,6 +11683,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9731,7 +11747,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9758,6 +11774,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9796,7 +11825,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9831,6 +11860,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NCHW, Rank4],
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -9848,7 +11890,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9874,7 +11929,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9900,7 +11968,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9926,7 +12007,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -9952,7 +12046,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10004,7 +12111,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10031,6 +12138,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10082,7 +12202,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10109,6 +12229,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10147,7 +12280,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10182,6 +12315,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NCHW, Rank4],
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
@@ -10199,7 +12345,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10225,7 +12384,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10251,7 +12423,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10277,7 +12462,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10303,7 +12501,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank4],
+    dy: Tensor[F16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -10355,7 +12566,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10382,6 +12593,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10433,7 +12657,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10460,6 +12684,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10498,7 +12735,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10533,6 +12770,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[BF16, NCHW, Rank4],
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
@@ -10550,7 +12800,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10576,7 +12839,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10602,7 +12878,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10628,7 +12917,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NCHW, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10654,7 +12956,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank4],
+    dy: Tensor[BF16, NHWC, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -10706,7 +13021,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10733,6 +13048,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10758,7 +13086,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10785,6 +13113,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10810,7 +13151,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10845,6 +13186,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F32, NCHW, Rank5],
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
@@ -10862,7 +13216,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10888,7 +13255,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NCHW, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10914,7 +13294,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10940,7 +13333,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NHWC],
+) -> Tensor[F32, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10966,7 +13372,20 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[NCHW],
+) -> Tensor[F32, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F32, NHWC, Rank5],
+    dy: Tensor[F32, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -11018,7 +13437,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11045,6 +13464,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11070,7 +13502,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11105,6 +13537,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F64, NHWC, Rank5],
     dy: Tensor[F64, NHWC, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
@@ -11122,7 +13567,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11148,7 +13606,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11174,7 +13645,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NCHW, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11200,7 +13684,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11226,7 +13723,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NHWC],
+) -> Tensor[F64, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11252,7 +13762,20 @@ def convolution_backward_data(
     dy: Tensor[F64, NHWC, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F64 | None = None,
+    format: type[NCHW],
+) -> Tensor[F64, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F64, NHWC, Rank5],
+    dy: Tensor[F64, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11304,7 +13827,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11331,6 +13854,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11356,7 +13892,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11383,6 +13919,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11408,7 +13957,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11443,6 +13992,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NCHW, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
@@ -11460,7 +14022,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11486,7 +14061,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11512,7 +14100,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11538,7 +14139,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11564,7 +14178,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11590,7 +14217,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11629,6 +14256,19 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
     algo: Engine,
     *,
     alpha: float = 1.0,
@@ -11642,7 +14282,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11668,7 +14321,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11703,6 +14356,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F16, NCHW, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
@@ -11720,7 +14386,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11746,7 +14425,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NCHW, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11772,7 +14464,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11798,7 +14503,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NHWC],
+) -> Tensor[F16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11824,7 +14542,20 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: F16 | None = None,
+    format: type[NCHW],
+) -> Tensor[F16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[F16, NHWC, Rank5],
+    dy: Tensor[F16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11863,7 +14594,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -11890,6 +14621,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -11915,7 +14659,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -11942,6 +14686,19 @@ def convolution_backward_data(
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
     algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -11967,7 +14724,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic | None = None,
+    algo: BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12002,6 +14759,19 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[BF16, NCHW, Rank5],
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
@@ -12019,7 +14789,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12045,7 +14828,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC] | None = None,
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NCHW, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12071,7 +14867,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW] | None = None,
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12097,7 +14906,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NHWC],
+) -> Tensor[BF16, NHWC, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NCHW, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12123,7 +14945,20 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestEngine | None = None,
+    algo: BestEngine,
+    *,
+    alpha: float = 1.0,
+    dtype: BF16 | None = None,
+    format: type[NCHW],
+) -> Tensor[BF16, NCHW, Rank5]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
+    w: Filter[BF16, NHWC, Rank5],
+    dy: Tensor[BF16, NHWC, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
+    x_shape: Sequence[int],
+    algo: DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,

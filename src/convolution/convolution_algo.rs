@@ -89,10 +89,14 @@ pub enum AlgoKind {
     Engine,
     /// The graph API's heuristic choice of engine for the problem, made once per problem.
     BestEngine,
+    /// The library's default choice (what the one-call API runs): untimed and the same in
+    /// every process for a problem, cuDNN and GPU, or, on a context with benchmarking on,
+    /// the fastest engine measured once per problem. Admitted on every configuration.
+    DefaultAlgo,
 }
 
 impl AlgoKind {
-    pub const ALL: [AlgoKind; 9] = [
+    pub const ALL: [AlgoKind; 10] = [
         AlgoKind::DataAlgo0,
         AlgoKind::DataAlgo1,
         AlgoKind::Fft,
@@ -102,6 +106,7 @@ impl AlgoKind {
         AlgoKind::BestHeuristic,
         AlgoKind::Engine,
         AlgoKind::BestEngine,
+        AlgoKind::DefaultAlgo,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -115,6 +120,7 @@ impl AlgoKind {
             AlgoKind::BestHeuristic => "BestHeuristic",
             AlgoKind::Engine => "Engine",
             AlgoKind::BestEngine => "BestEngine",
+            AlgoKind::DefaultAlgo => "DefaultAlgo",
         }
     }
 
@@ -124,7 +130,10 @@ impl AlgoKind {
 
     /// Whether the kind runs through the graph API.
     pub const fn is_engine(self) -> bool {
-        matches!(self, AlgoKind::Engine | AlgoKind::BestEngine)
+        matches!(
+            self,
+            AlgoKind::Engine | AlgoKind::BestEngine | AlgoKind::DefaultAlgo
+        )
     }
 
     /// The fixed cuDNN algorithm, `None` for `BestHeuristic` and the engines.
@@ -136,7 +145,10 @@ impl AlgoKind {
             AlgoKind::FftTiling => Some(BwdDataAlgo::FftTiling),
             AlgoKind::Winograd => Some(BwdDataAlgo::Winograd),
             AlgoKind::WinogradNonFused => Some(BwdDataAlgo::WinogradNonFused),
-            AlgoKind::BestHeuristic | AlgoKind::Engine | AlgoKind::BestEngine => None,
+            AlgoKind::BestHeuristic
+            | AlgoKind::Engine
+            | AlgoKind::BestEngine
+            | AlgoKind::DefaultAlgo => None,
         }
     }
 }
@@ -220,6 +232,9 @@ pub enum Route {
     /// The graph API with this engine configuration, or (`None`) with the engine its
     /// heuristic picks for the problem.
     Engine(Option<EngineConfig>),
+    /// The graph API with the context's default choice for the problem (see
+    /// [`DefaultAlgo`]).
+    Default,
 }
 
 impl Route {
@@ -229,6 +244,7 @@ impl Route {
             Route::Legacy(a) => a.name().to_string(),
             Route::Engine(Some(c)) => format!("graph-API {c}"),
             Route::Engine(None) => "BestEngine".to_string(),
+            Route::Default => "DefaultAlgo".to_string(),
         }
     }
 }
@@ -243,7 +259,7 @@ pub trait ConvolutionBwdDataAlgo: Sealed {
     fn into_raw(&self) -> cudnnConvolutionBwdDataAlgo_t {
         match self.route() {
             Route::Legacy(algo) => algo.into_raw(),
-            Route::Engine(_) => {
+            Route::Engine(_) | Route::Default => {
                 cudnnConvolutionBwdDataAlgo_t::CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
             }
         }
@@ -394,6 +410,31 @@ impl ConvolutionBwdDataAlgo for BestEngine {
     }
     fn kind(&self) -> AlgoKind {
         AlgoKind::BestEngine
+    }
+}
+
+/// `DefaultAlgo`: the library's default choice, what the one-call API runs when given no
+/// algorithm. Without benchmarking it is made without timing, as PyTorch's cuDNN path
+/// makes it: the graph API's instant heuristic (mode A) and then its fallback list, with
+/// engines that convert inputs down (unless the math type allows it) or use tensor cores
+/// under `MathType::Fma` (or, asked for determinism, non-deterministic ones) left out;
+/// the first that builds wins. The same problem gets the same engine in every process
+/// for a given cuDNN and GPU. On a context with benchmarking on
+/// ([`crate::CudnnContext::set_benchmark`]), the engines the heuristics list (every knob
+/// setting of modes A, B and the fallback list, then every other engine, within a time
+/// budget) are timed once per problem on scratch buffers and the fastest is kept. Chosen on
+/// the first call or workspace query and kept on the context; admitted on every
+/// configuration of the table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct DefaultAlgo;
+
+impl Sealed for DefaultAlgo {}
+impl ConvolutionBwdDataAlgo for DefaultAlgo {
+    fn route(&self) -> Route {
+        Route::Default
+    }
+    fn kind(&self) -> AlgoKind {
+        AlgoKind::DefaultAlgo
     }
 }
 

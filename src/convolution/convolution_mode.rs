@@ -12,6 +12,11 @@ pub enum ConvolutionMode {
 }
 
 impl ConvolutionMode {
+    pub const ALL: [ConvolutionMode; 2] = [
+        ConvolutionMode::Convolution,
+        ConvolutionMode::CrossCorrelation,
+    ];
+
     pub const fn into_raw(self) -> cudnnConvolutionMode_t {
         match self {
             ConvolutionMode::Convolution => cudnnConvolutionMode_t::CUDNN_CONVOLUTION,

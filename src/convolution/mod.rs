@@ -9,7 +9,7 @@ pub mod support;
 
 pub use convolution_algo::{
     AlgoKind, BestEngine, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, DataAlgo0, DataAlgo1,
-    Engine, EngineConfig, Fft, FftTiling, Route, Winograd, WinogradNonFused,
+    DefaultAlgo, Engine, EngineConfig, Fft, FftTiling, Route, Winograd, WinogradNonFused,
 };
 pub use convolution_descriptor::{ConvolutionDescriptor, RawConvolutionDescriptor};
 pub use convolution_mode::ConvolutionMode;

@@ -78,95 +78,95 @@ macro_rules! with_bwd_data_support_table {
         $callback! {
             // filter        dy            comp  dx            D  N    algorithms
             // ---- 2-d, f32
-            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
-            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
             // ---- 2-d, f64
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
-            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
-            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
             // ---- 2-d, f16 storage, f32 compute ("pseudo half")
-            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, Fft, FftTiling, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
             // ---- 2-d, f16 storage and f16 compute ("true half")
-            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
             // ---- 2-d, bf16 storage, f32 compute
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
-            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, WinogradNonFused, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 4, 2 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 4, 2 => [Engine, BestEngine, DefaultAlgo];
             // ---- 3-d, f32
-            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
-            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
-            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine];
-            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NCHW], [f32, NHWC], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NCHW], f32, [f32, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f32, NHWC], [f32, NHWC], f32, [f32, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
             // ---- 3-d, f64
-            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
-            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
-            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
-            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
-            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine];
-            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NCHW], [f64, NHWC], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NCHW], f64, [f64, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f64, NHWC], [f64, NHWC], f64, [f64, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
             // ---- 3-d, f16 storage, f32 compute ("pseudo half")
-            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, FftTiling, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f32, [f16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f32, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
             // ---- 3-d, f16 storage and f16 compute ("true half")
-            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
-            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine];
-            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NCHW], [f16, NHWC], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NCHW], f16, [f16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [f16, NHWC], [f16, NHWC], f16, [f16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
             // ---- 3-d, bf16 storage, f32 compute
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine];
-            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
-            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine];
-            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [DataAlgo0, DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [DataAlgo0, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [DataAlgo1, BestHeuristic, Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NCHW], [bf16, NHWC], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NCHW], f32, [bf16, NHWC], 5, 3 => [Engine, BestEngine, DefaultAlgo];
+            [bf16, NHWC], [bf16, NHWC], f32, [bf16, NCHW], 5, 3 => [Engine, BestEngine, DefaultAlgo];
         }
     };
 }
@@ -289,7 +289,8 @@ mod impls {
     use super::{AlgoKind, DataType, SupportConfig, SupportLine, SupportedConvBwdData};
     #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
     use crate::convolution::convolution_algo::{
-        BestEngine, DataAlgo0, DataAlgo1, Engine, Fft, FftTiling, Winograd, WinogradNonFused,
+        BestEngine, DataAlgo0, DataAlgo1, DefaultAlgo, Engine, Fft, FftTiling, Winograd,
+        WinogradNonFused,
     };
     use crate::tensor::{TensorFormat, NCHW, NHWC};
     use half::{bf16, f16};
@@ -372,19 +373,6 @@ pub fn render_markdown_table() -> String {
         );
     }
     out
-}
-
-/// What the one-call API runs when given no algorithm: the legacy heuristic's pick where
-/// the table lists `BestHeuristic`, else the graph API's (`BestEngine`).
-pub fn default_algo(config: &SupportConfig) -> AlgoKind {
-    let has_legacy = SUPPORT_LINES
-        .iter()
-        .any(|l| l.config == *config && l.algos.contains(&AlgoKind::BestHeuristic));
-    if has_legacy {
-        AlgoKind::BestHeuristic
-    } else {
-        AlgoKind::BestEngine
-    }
 }
 
 /// The typed overloads of the backward-data calls for the Python stubs
@@ -506,7 +494,8 @@ pub fn render_pyi_overloads() -> String {
         "*",
         "max_workspace_bytes: int | None = None",
         "deterministic: bool = False",
-        "limit: int = 16",
+        "limit: int | None = None",
+        "budget_ms: float | None = 10000.0",
         "use_cache: bool = True",
     ];
     let mut sigs: Vec<PyiSig> = engine_configs
@@ -593,7 +582,7 @@ pub fn render_pyi_overloads() -> String {
         .iter()
         .map(|r| {
             let o = PyiOperands::of(&r.config());
-            let algo = if r.algo == default_algo(&r.config()) {
+            let algo = if r.algo == AlgoKind::DefaultAlgo {
                 format!("algo: {} | None = None", r.algo.name())
             } else {
                 format!("algo: {}", r.algo.name())
@@ -871,7 +860,7 @@ mod tests {
         for line in SUPPORT_LINES {
             assert!(seen.insert(line.config), "duplicate line {}", line.config);
             let legacy = line.algos.iter().any(|a| a.fixed().is_some());
-            // BestHeuristic exactly where a legacy algorithm is; the graph API's two
+            // BestHeuristic exactly where a legacy algorithm is; the graph API's
             // columns always together.
             assert_eq!(
                 line.algos.contains(&AlgoKind::BestHeuristic),
@@ -888,12 +877,12 @@ mod tests {
             assert!(legacy || line.algos.contains(&AlgoKind::Engine));
             let uniq: std::collections::HashSet<_> = line.algos.iter().collect();
             assert_eq!(uniq.len(), line.algos.len(), "{}", line.config);
-            let expected = if legacy {
-                AlgoKind::BestHeuristic
-            } else {
-                AlgoKind::BestEngine
-            };
-            assert_eq!(default_algo(&line.config), expected);
+            // The default choice runs every configuration.
+            assert!(
+                line.algos.contains(&AlgoKind::DefaultAlgo),
+                "{}",
+                line.config
+            );
         }
         for r in &rows {
             assert_eq!(r.tensor_dims, r.conv_dims + 2, "{r}");

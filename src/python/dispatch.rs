@@ -12,8 +12,8 @@ use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
     AlgoKind, BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0,
-    DataAlgo1, Engine, Fft, FftTiling, Filter, FilterDescriptor, RawConvolutionDescriptor,
-    SupportedConvBwdData, Winograd, WinogradNonFused,
+    DataAlgo1, DefaultAlgo, Engine, Fft, FftTiling, Filter, FilterDescriptor,
+    RawConvolutionDescriptor, SupportedConvBwdData, Winograd, WinogradNonFused,
 };
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
@@ -328,6 +328,7 @@ mod tests {
                     best: None,
                     engine: None,
                 },
+                AlgoKind::DefaultAlgo => SelectedAlgo::default_choice(),
                 kind => SelectedAlgo::legacy(
                     kind,
                     algo,

@@ -155,6 +155,11 @@ impl FindCache {
         entries.push((key, found));
     }
 
+    /// Takes every entry out.
+    pub(crate) fn drain(&self) -> Vec<(String, Vec<Found>)> {
+        std::mem::take(&mut *self.lock())
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }

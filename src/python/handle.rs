@@ -46,6 +46,9 @@ pub(crate) struct HandleInner {
     gpu: Option<Mutex<GpuState>>,
     /// Measured algorithms by problem (see `find_cache`).
     find_cache: super::find_cache::FindCache,
+    /// The benchmark setting of the CPU device (which has one algorithm: nothing to
+    /// measure, but the setting reads back as set).
+    cpu_benchmark: std::sync::atomic::AtomicBool,
 }
 
 impl HandleInner {
@@ -232,33 +235,10 @@ impl PyHandle {
             .workspace_size_with(p, sel.route, math)
     }
 
-    /// The one-call API: a fresh dx, the heuristic's (or given) algorithm, the handle's
-    /// cached workspace grown as needed.
+    /// The one-call API: a fresh dx, the library's default choice (or the given
+    /// algorithm), the handle's cached workspace grown as needed.
     fn one_call(&self, ops: &Operands<'_>, sel: Option<&SelectedAlgo>, alpha: f64) -> Result<()> {
-        let only_engines = || {
-            use crate::convolution::{support, AlgoKind};
-            let row = ops.descs().problem().row(AlgoKind::BestEngine);
-            support::default_algo(&row.config()) == AlgoKind::BestEngine
-                && support::is_supported(&row)
-        };
-        let sel = if let Some(s) = sel {
-            *s
-        } else if only_engines() {
-            // Only the graph API runs this configuration.
-            SelectedAlgo {
-                kind: crate::convolution::AlgoKind::BestEngine,
-                route: crate::convolution::Route::Engine(None),
-                best: None,
-                engine: None,
-            }
-        } else {
-            let best = self.heuristic(ops, false)?;
-            SelectedAlgo::legacy(
-                crate::convolution::AlgoKind::BestHeuristic,
-                best.algo(),
-                Some(best),
-            )
-        };
+        let sel = sel.copied().unwrap_or_else(SelectedAlgo::default_choice);
         match self.inner.device {
             DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
             DeviceId::Cuda(_) => {
@@ -322,11 +302,12 @@ fn scalar(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
 #[pymethods]
 impl PyHandle {
     #[new]
-    #[pyo3(signature = (device = None, stream = None))]
+    #[pyo3(signature = (device = None, stream = None, *, benchmark = false))]
     fn new(
         py: Python<'_>,
         device: Option<&Bound<'_, PyAny>>,
         stream: Option<&Bound<'_, PyAny>>,
+        benchmark: bool,
     ) -> PyResult<Self> {
         let device = parse_device(device)?;
         let gpu = match device {
@@ -340,6 +321,7 @@ impl PyHandle {
             }
             DeviceId::Cuda(ordinal) => {
                 let ctx = detach(py, || CudnnContext::new(ordinal))?;
+                ctx.set_benchmark(benchmark);
                 Some(Mutex::new(GpuState {
                     ctx,
                     workspace: None,
@@ -352,6 +334,7 @@ impl PyHandle {
                 device,
                 gpu,
                 find_cache: super::find_cache::FindCache::default(),
+                cpu_benchmark: std::sync::atomic::AtomicBool::new(benchmark),
             }),
         };
         if let Some(s) = stream.filter(|s| !s.is_none()) {
@@ -370,6 +353,77 @@ impl PyHandle {
     #[getter]
     fn is_cpu(&self) -> bool {
         self.inner.device == DeviceId::Cpu
+    }
+
+    /// Whether the default choice (`DefaultAlgo()`, the one-call API) measures, as
+    /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
+    /// query) of a problem times the engines cuDNN's heuristics list (every knob setting of
+    /// modes A, B and the fallback list) on scratch buffers, within `benchmark_budget_ms`,
+    /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
+    /// (the default): the choice is made without timing, the same in every process.
+    #[getter]
+    fn get_benchmark(&self, py: Python<'_>) -> PyResult<bool> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok(self
+                .inner
+                .cpu_benchmark
+                .load(std::sync::atomic::Ordering::Relaxed)),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.benchmark()),
+        }
+    }
+
+    #[setter]
+    fn set_benchmark(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.inner
+            .cpu_benchmark
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        if let DeviceId::Cuda(_) = self.inner.device {
+            self.inner.gpu().py_err(py)?.ctx.set_benchmark(on);
+        }
+        Ok(())
+    }
+
+    /// How long the measurement of one problem may take, in milliseconds (default 2000):
+    /// candidates not reached by then are left out (see `last_find_report`).
+    #[getter]
+    fn get_benchmark_budget_ms(&self, py: Python<'_>) -> PyResult<f64> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok(crate::context::DEFAULT_BENCHMARK_BUDGET.as_secs_f64() * 1e3),
+            DeviceId::Cuda(_) => Ok(self
+                .inner
+                .gpu()
+                .py_err(py)?
+                .ctx
+                .benchmark_budget()
+                .as_secs_f64()
+                * 1e3),
+        }
+    }
+
+    #[setter]
+    fn set_benchmark_budget_ms(&self, py: Python<'_>, ms: f64) -> PyResult<()> {
+        if !(ms.is_finite() && ms > 0.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "benchmark_budget_ms must be a positive number, got {ms}"
+            )));
+        }
+        if let DeviceId::Cuda(_) = self.inner.device {
+            self.inner
+                .gpu()
+                .py_err(py)?
+                .ctx
+                .set_benchmark_budget(std::time::Duration::from_secs_f64(ms / 1e3));
+        }
+        Ok(())
+    }
+
+    /// What the last engine measurement on this handle did: `(timed, left_out)`, the
+    /// engine configurations it timed and those its time budget (or `limit`) left out.
+    fn last_find_report(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok((0, 0)),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.last_find_report()),
+        }
     }
 
     /// cuDNN version (major, minor, patch); on the CPU device, the version the crate binds.
@@ -505,7 +559,7 @@ impl PyHandle {
     /// times each (best of three runs after a warm-up) into a scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).
-    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, limit = 16, use_cache = true))]
+    #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, limit = None, budget_ms = 10000.0, use_cache = true))]
     #[allow(clippy::too_many_arguments)]
     fn find_convolution_backward_data_engine<'py>(
         &self,
@@ -516,24 +570,37 @@ impl PyHandle {
         conv: &Bound<'py, PyConvolutionDescriptor>,
         max_workspace_bytes: Option<usize>,
         deterministic: bool,
-        limit: usize,
+        limit: Option<usize>,
+        budget_ms: Option<f64>,
         use_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        if limit == 0 {
+        if limit == Some(0) {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "limit must be at least 1",
             ));
         }
+        let budget = budget_ms
+            .map(|ms| {
+                if ms.is_finite() && ms > 0.0 {
+                    Ok(std::time::Duration::from_secs_f64(ms / 1e3))
+                } else {
+                    Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "budget_ms must be a positive number of milliseconds or None, got {ms}"
+                    )))
+                }
+            })
+            .transpose()?;
+        let limit = limit.unwrap_or(usize::MAX);
         let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
         let found = py
             .detach(|| -> Result<Vec<crate::convolution::Engine>> {
                 let key = format!(
-                    "engines limit {limit} | {}",
+                    "engines limit {limit} budget {budget:?} | {}",
                     super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic)
                 );
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
                 self.inner.find_cache.get_or_measure(key, use_cache, || {
-                    self.find_engines(&ops, max_workspace_bytes, deterministic, limit)
+                    self.find_engines(&ops, max_workspace_bytes, deterministic, limit, budget)
                 })
             })
             .py_err(py)?;
@@ -555,9 +622,23 @@ impl PyHandle {
     }
 
     /// Writes the cached measurements to `path` (text, one problem per line), so that
-    /// another process can load them instead of measuring again.
-    fn save_algorithm_cache(&self, path: std::path::PathBuf) -> PyResult<()> {
-        let text = self.inner.find_cache.to_text();
+    /// another process can load them instead of measuring again: the finds' results and
+    /// the measured default choices (`benchmark=True`). The first line names the cuDNN
+    /// version and the GPU they were measured on.
+    fn save_algorithm_cache(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let mut text = format!("{ENV_PREFIX}{}\n", self.environment(py)?);
+        text.push_str(&self.inner.find_cache.to_text());
+        if let DeviceId::Cuda(_) = self.inner.device {
+            let measured = self.inner.gpu().py_err(py)?.ctx.measured_choices();
+            let defaults = super::find_cache::FindCache::default();
+            for (problem, engine) in measured {
+                defaults.insert(
+                    format!("{DEFAULT_PREFIX}{problem}"),
+                    vec![super::find_cache::Found::Engine(engine)],
+                );
+            }
+            text.push_str(&defaults.to_text());
+        }
         std::fs::write(&path, text).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("writing {}: {e}", path.display()))
         })?;
@@ -565,12 +646,51 @@ impl PyHandle {
     }
 
     /// Adds the measurements saved by `save_algorithm_cache` at `path`; returns how many
-    /// problems were read. A malformed file adds nothing and raises `ShapeError`.
+    /// problems were read. A malformed file adds nothing and raises `ShapeError`. A file
+    /// measured with another cuDNN version or on another GPU adds nothing either: it
+    /// returns 0 and warns (`RuntimeWarning`) naming both.
     fn load_algorithm_cache(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<usize> {
         let text = std::fs::read_to_string(&path).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("reading {}: {e}", path.display()))
         })?;
-        self.inner.find_cache.load_text(&text).py_err(py)
+        let here = self.environment(py)?;
+        let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+        let saved = first.strip_prefix(ENV_PREFIX);
+        if saved != Some(here.as_str()) {
+            let why = match saved {
+                Some(there) => format!(
+                    "{} was measured with {there}; this handle runs {here}: nothing loaded",
+                    path.display()
+                ),
+                None => format!(
+                    "{} does not say which cuDNN and GPU it was measured on: nothing loaded",
+                    path.display()
+                ),
+            };
+            let warning = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            let msg = std::ffi::CString::new(why).unwrap_or_default();
+            PyErr::warn(py, &warning, &msg, 1)?;
+            return Ok(0);
+        }
+        let scratch = super::find_cache::FindCache::default();
+        let n = scratch.load_text(rest).py_err(py)?;
+        for (key, found) in scratch.drain() {
+            match key.strip_prefix(DEFAULT_PREFIX) {
+                Some(problem) => {
+                    if let (DeviceId::Cuda(_), Some(super::find_cache::Found::Engine(e))) =
+                        (self.inner.device, found.first())
+                    {
+                        self.inner
+                            .gpu()
+                            .py_err(py)?
+                            .ctx
+                            .insert_measured_choice(problem, *e);
+                    }
+                }
+                None => self.inner.find_cache.insert(key, found),
+            }
+        }
+        Ok(n)
     }
 
     /// Workspace bytes `algo` needs for these operands; `None` when none.
@@ -628,7 +748,20 @@ impl PyHandle {
     }
 }
 
+/// First line of a saved algorithm cache: what the measurements were made with.
+const ENV_PREFIX: &str = "# cudnn_rs algorithm cache | ";
+/// Key prefix of a measured default choice in a saved algorithm cache.
+const DEFAULT_PREFIX: &str = "DefaultAlgo | ";
+
 impl PyHandle {
+    /// The cuDNN version and GPU measurements on this handle depend on.
+    fn environment(&self, py: Python<'_>) -> PyResult<String> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok("CPU reference device".to_string()),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.environment()),
+        }
+    }
+
     /// Times the graph API's engines (see `find_convolution_backward_data_engine`). The
     /// CPU device times its one computation for the stand-in engine.
     fn find_engines(
@@ -637,6 +770,7 @@ impl PyHandle {
         max_ws: Option<usize>,
         deterministic: bool,
         limit: usize,
+        budget: Option<std::time::Duration>,
     ) -> Result<Vec<crate::convolution::Engine>> {
         let descs = ops.descs();
         match self.inner.device {
@@ -669,6 +803,7 @@ impl PyHandle {
                         max_ws,
                         deterministic,
                         limit,
+                        budget,
                     )
                 }
             }

@@ -466,6 +466,7 @@ algo_classes! {
     PyWinograd => "Winograd", Winograd, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: fused Winograd.";
     PyWinogradNonFused => "WinogradNonFused", WinogradNonFused, "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED.";
     PyBestEngine => "BestEngine", BestEngine, "The graph API's heuristic engine for the problem, chosen on first use per problem and kept on the handle.";
+    PyDefaultAlgo => "DefaultAlgo", DefaultAlgo, "The library's default choice (what the one-call API runs): made without timing, the same in every process for a problem, cuDNN and GPU; on a handle with benchmark=True, the fastest engine measured once per problem. Admitted on every configuration.";
 }
 
 /// An algorithm cuDNN chose, with what it said of it. Usable wherever an algorithm is.
@@ -629,6 +630,16 @@ impl SelectedAlgo {
         }
     }
 
+    /// The library's default choice (`DefaultAlgo`).
+    pub(crate) fn default_choice() -> Self {
+        Self {
+            kind: AlgoKind::DefaultAlgo,
+            route: Route::Default,
+            best: None,
+            engine: None,
+        }
+    }
+
     /// The math type the algorithm record asks for (heuristic results).
     pub(crate) fn math(&self) -> Option<MathType> {
         self.best.map(|b| b.math_type())
@@ -662,6 +673,9 @@ pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
                 engine: None,
             });
         }
+        if kind == AlgoKind::DefaultAlgo {
+            return Ok(SelectedAlgo::default_choice());
+        }
     }
     if let Ok(t) = obj.cast::<PyType>() {
         if t.is_subclass_of::<PyAlgorithm>()?
@@ -672,7 +686,7 @@ pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
         }
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "expected an algorithm (cudnn_rs.DataAlgo0(), ..., cudnn_rs.BestEngine(), a \
+        "expected an algorithm (cudnn_rs.DataAlgo0(), ..., cudnn_rs.DefaultAlgo(), a \
          BestHeuristic or an Engine), got {}",
         obj.repr().map(|r| r.to_string()).unwrap_or_default()
     )))
