@@ -603,6 +603,24 @@ impl CudnnContext {
             .ok_or_else(|| self.no_engine(p, false))
     }
 
+    /// The engine [`crate::DefaultAlgo`] runs for the problem (choosing it now if this
+    /// context has not yet; with benchmarking on, that measures), with its workspace size
+    /// for aligned addresses and, when measured, its time.
+    pub fn default_engine_raw(&self, p: RawProblem<'_>) -> Result<Engine> {
+        p.validate(crate::convolution::AlgoKind::DefaultAlgo)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let config = self.default_config(&p, math)?;
+        let measured = self
+            .engines
+            .borrow()
+            .measured
+            .iter()
+            .find(|(k, e)| e.config() == config && k.matches(&p, Route::Default, math))
+            .map(|(_, e)| e.time());
+        let plan = self.engine_plan(&p, Some(config), math, 1.0, 0.0, 16)?;
+        Ok(plan.engine().with_time(measured.unwrap_or(-1.0)))
+    }
+
     /// `Route::Default` made concrete: the engine configuration the context's default
     /// choice runs; other routes as they are.
     fn resolve_route(&self, p: &RawProblem<'_>, route: Route, math: MathType) -> Result<Route> {

@@ -971,6 +971,16 @@ class Handle:
         """How long measuring one problem may take (default 2000 ms)."""
     @benchmark_budget_ms.setter
     def benchmark_budget_ms(self, ms: float) -> None: ...
+    def get_convolution_backward_data_default(
+        self,
+        w: Filter[Any, Any, Any],
+        dy: Tensor[Any, Any, Any],
+        dx: Tensor[Any, Any, Any],
+        conv: ConvolutionDescriptor[Any, Any],
+    ) -> Engine:
+        """The engine ``DefaultAlgo()`` (and the one-call API) runs for these operands,
+        chosen now if this handle has not yet (measuring, with ``benchmark=True``); the
+        CPU device answers with a stand-in (engine 0)."""
     def last_find_report(self) -> tuple[int, int]:
         """``(timed, left_out)`` of the last engine measurement on this handle."""
     def version(self) -> tuple[int, int, int]:

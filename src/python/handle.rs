@@ -553,6 +553,36 @@ impl PyHandle {
         engine_record(py, engine)
     }
 
+    /// The engine `DefaultAlgo()` (and the one-call API) runs for these operands, chosen
+    /// now if this handle has not yet (measuring, with `benchmark=True`). The CPU device
+    /// answers with a stand-in (engine 0).
+    fn get_convolution_backward_data_default<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyFilter>,
+        dy: &Bound<'py, PyTensor>,
+        dx: &Bound<'py, PyTensor>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let engine = py
+            .detach(|| -> Result<crate::convolution::Engine> {
+                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                let descs = ops.descs();
+                match self.inner.device {
+                    DeviceId::Cpu => {
+                        descs
+                            .problem()
+                            .validate(crate::convolution::AlgoKind::DefaultAlgo)?;
+                        crate::reference::device::engine_stand_in(&descs.problem())
+                    }
+                    DeviceId::Cuda(_) => self.inner.gpu()?.ctx.default_engine_raw(descs.problem()),
+                }
+            })
+            .py_err(py)?;
+        engine_record(py, engine)
+    }
+
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
@@ -673,7 +703,8 @@ impl PyHandle {
             return Ok(0);
         }
         let scratch = super::find_cache::FindCache::default();
-        let n = scratch.load_text(rest).py_err(py)?;
+        // The header stays a (blank) line so that errors name the file's line numbers.
+        let n = scratch.load_text(&format!("\n{rest}")).py_err(py)?;
         for (key, found) in scratch.drain() {
             match key.strip_prefix(DEFAULT_PREFIX) {
                 Some(problem) => {

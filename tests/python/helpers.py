@@ -43,7 +43,7 @@ FIXED_ALGORITHMS = (
     "WinogradNonFused",
 )
 # The graph (backend) API's columns: a chosen engine record and the heuristic marker.
-ENGINE_ALGORITHMS = ("Engine", "BestEngine")
+ENGINE_ALGORITHMS = ("Engine", "BestEngine", "DefaultAlgo")
 ALL_ALGORITHMS = (*FIXED_ALGORITHMS, "BestHeuristic", *ENGINE_ALGORITHMS)
 
 # alpha/beta values exactly representable in every float type, so that rounding the
@@ -109,25 +109,23 @@ def support_rows() -> list[Row]:
 
 
 def config_rows(rows: Iterable[Row] | None = None) -> list[Row]:
-    """One row per configuration, in table order: its BestHeuristic row, or its
-    BestEngine row where only the graph API runs the configuration (what the one-call
-    API picks when given no algorithm)."""
-    algos: dict[tuple[str | int, ...], set[str]] = {}
+    """One row per configuration, in table order: its DefaultAlgo row (what the one-call
+    API runs when given no algorithm; every configuration has one)."""
     first: dict[tuple[str | int, ...], Row] = {}
     for row in support_rows() if rows is None else rows:
-        algos.setdefault(row.config, set()).add(row.algo)
         first.setdefault(row.config, row)
-    return [
-        row.with_algo(
-            "BestHeuristic" if "BestHeuristic" in algos[config] else "BestEngine"
-        )
-        for config, row in first.items()
-    ]
+    return [row.with_algo("DefaultAlgo") for row in first.values()]
 
 
 def legacy_config_rows(rows: Iterable[Row] | None = None) -> list[Row]:
     """The configurations a legacy algorithm runs (their BestHeuristic rows)."""
-    return [row for row in config_rows(rows) if row.algo == "BestHeuristic"]
+    rows = support_rows() if rows is None else list(rows)
+    legacy = {row.config for row in rows if row.algo == "BestHeuristic"}
+    return [
+        row.with_algo("BestHeuristic")
+        for row in config_rows(rows)
+        if row.config in legacy
+    ]
 
 
 def fixed_algorithms_of(row: Row, rows: Iterable[Row] | None = None) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import (
+    ALL_ALGORITHMS,
     FIXED_ALGORITHMS,
     ConvCase,
     Problem,
@@ -83,7 +84,7 @@ def assert_names_nearest_rows(
     """The message names the nearest supported rows (and what was asked for)."""
     where = f"{context}: " if context else ""
     assert "nearest" in message.lower(), f"{where}no nearest rows named in: {message}"
-    algos = [a for a in (*FIXED_ALGORITHMS, "BestHeuristic") if a in message]
+    algos = [a for a in ALL_ALGORITHMS if a in message]
     assert algos, f"{where}no supported algorithm named in: {message}"
     for word in must_mention:
         assert word in message, f"{where}{word!r} not in: {message}"
@@ -152,7 +153,7 @@ def test_mixed_dtypes_are_refused(cpu: cd.Handle, rng: np.random.Generator) -> N
     for name, action in {
         "dy f64": call(cpu, problem, dy=dy64),
         "w f16": call(cpu, problem, w=w16),
-        "dy f64, BestHeuristic": lambda: cd.convolution_backward_data(
+        "dy f64, one call": lambda: cd.convolution_backward_data(
             cpu, problem.w, dy64, problem.conv, x_shape=BASE_CASE.x_shape
         ),
         "heuristic query": lambda: cpu.get_convolution_backward_data_algorithm(

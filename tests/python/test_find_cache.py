@@ -118,8 +118,10 @@ def test_engine_finds_are_cached_saved_and_loaded(
 
 def test_malformed_cache_file_adds_nothing(cpu: cd.Handle, tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
-    path.write_text("some key\tDataAlgo1,1.0,0,Deterministic\n")
-    with pytest.raises(cd.ShapeError, match="line 1"):
+    # A header that fits this device, then an entry with a field missing.
+    header = "# cudnn_rs algorithm cache | CPU reference device"
+    path.write_text(f"{header}\nsome key\tDataAlgo1,1.0,0,Deterministic\n")
+    with pytest.raises(cd.ShapeError, match="line 2"):
         cpu.load_algorithm_cache(path)
     assert cpu.algorithm_cache_size() == 0
     with pytest.raises(OSError):

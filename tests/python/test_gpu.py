@@ -457,9 +457,10 @@ def test_graph_api_engines_on_gpu(
     times = [e.time for e in found]
     assert found and all(t >= 0.0 for t in times) and times == sorted(times), times
     tol = gpu_tolerance(config)
-    # The heuristic's engine, the fastest measured one and BestEngine: each over a
-    # poisoned dx (beta = 0), then accumulating (beta = 0.5) onto fresh values.
-    for algo in (engine, found[0], cd.BestEngine()):
+    # The heuristic's engine, the fastest measured one, BestEngine and the default
+    # choice: each over a poisoned dx (beta = 0), then accumulating (beta = 0.5) onto
+    # fresh values.
+    for algo in (engine, found[0], cd.BestEngine(), cd.DefaultAlgo()):
         for alpha, beta in ((1.0, 0.0), (-0.5, 0.5)):
             shape, dtype = problem.dx.shape, config.dx_dtype
             problem.dx_host = (

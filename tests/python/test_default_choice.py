@@ -1,0 +1,339 @@
+"""The library's default choice (``DefaultAlgo``, the one-call API with no algorithm),
+the ``benchmark`` handle option (the measured tier) and saved algorithm caches.
+
+CPU-device tests run everywhere; GPU tests skip (saying why) where no GPU is usable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import (
+    NUMPY_DTYPES,
+    TOLERANCE,
+    ConvCase,
+    Problem,
+    Row,
+    assert_close,
+    case_2d,
+    config_rows,
+    make_problem,
+    support_rows,
+)
+
+import cudnn_rs as cd
+
+ROWS = support_rows()
+CONFIGS = config_rows(ROWS)
+# dx differs from the poisoned value, and the result needs the right rounding for its
+# dtype: half types round to their own precision, TF32 keeps 10 mantissa bits.
+GPU_TOLERANCE = {**TOLERANCE, "f32": 5e-3}
+
+
+def _row(dtype: str = "f32", fmt: str = "NCHW", conv_dims: int = 2) -> Row:
+    for row in CONFIGS:
+        if (
+            row.dx_dtype == row.dy_dtype == row.filter_dtype == dtype
+            and row.dx_format == row.dy_format == row.filter_format == fmt
+            and row.conv_dims == conv_dims
+            and row.comp_dtype == ("f64" if dtype == "f64" else "f32")
+        ):
+            return row
+    raise AssertionError(f"no {dtype} {fmt} {conv_dims}-d configuration in the table")
+
+
+def _run(
+    handle: cd.Handle,
+    problem: Problem,
+    algo: cd.Algorithm,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+) -> np.ndarray:
+    size = handle.get_convolution_backward_data_workspace_size(
+        problem.w, problem.dy, problem.dx, problem.conv, algo
+    )
+    ws = cd.Workspace(handle, size) if size else None
+    handle.convolution_backward_data(
+        alpha, problem.w, problem.dy, problem.conv, algo, ws, beta, problem.dx
+    )
+    return problem.dx.to_numpy()
+
+
+def test_every_configuration_admits_the_default_choice() -> None:
+    configs = {row.config for row in ROWS}
+    with_default = {row.config for row in ROWS if row.algo == "DefaultAlgo"}
+    assert configs == with_default
+    assert len(configs) == 80
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda r: r.config_id)
+def test_default_choice_on_cpu_matches_the_reference(
+    cpu: cd.Handle, rng: np.random.Generator, config: Row
+) -> None:
+    case = (
+        case_2d((2, 4, 7, 6), (6, 2, 3, 2), padding=(1, 0), stride=(2, 1), groups=2)
+        if config.conv_dims == 2
+        else None
+    )
+    if case is None:
+        case = ConvCase(
+            (1, 2, 4, 5, 3), (3, 2, 2, 3, 1), (0, 1, 0), (1, 2, 1), (1, 1, 1)
+        )
+    problem = make_problem(cpu, config, case, rng, poison_dx=True)
+    got = _run(cpu, problem, cd.DefaultAlgo(), alpha=1.0, beta=0.0)
+    assert_close(got, problem.expected(), config.dx_dtype, problem.describe())
+
+
+def test_one_call_equals_the_explicit_default(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    row = _row("f32", "NHWC")
+    case = case_2d((2, 3, 9, 8), (5, 3, 3, 3), padding=(1, 1), dilation=(2, 1))
+    problem = make_problem(cpu, row, case, rng, poison_dx=True)
+    explicit = _run(cpu, problem, cd.DefaultAlgo())
+    one_call = cd.convolution_backward_data(
+        cpu, problem.w, problem.dy, problem.conv, x_shape=case.x_shape
+    )
+    assert one_call.format is cd.NHWC
+    np.testing.assert_array_equal(one_call.to_numpy(), explicit)
+    assert_close(explicit, problem.expected(), "f32", problem.describe())
+
+
+def test_benchmark_option_reads_back(cpu: cd.Handle) -> None:
+    assert cpu.benchmark is False
+    h = cd.Handle(device="cpu", benchmark=True)
+    assert h.benchmark is True
+    h.benchmark = False
+    assert h.benchmark is False
+    assert cpu.benchmark_budget_ms > 0
+    with pytest.raises(ValueError, match="benchmark_budget_ms"):
+        cpu.benchmark_budget_ms = -1.0
+    assert cpu.last_find_report() == (0, 0)
+
+
+def test_default_engine_query_on_cpu_names_a_stand_in(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    problem = make_problem(cpu, _row(), case_2d((1, 2, 5, 5), (3, 2, 3, 3)), rng)
+    engine = cpu.get_convolution_backward_data_default(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert isinstance(engine, cd.Engine)
+    assert engine.index == 0
+
+
+def test_saved_cache_names_its_environment_and_loads_only_there(
+    cpu: cd.Handle, rng: np.random.Generator, tmp_path: Path
+) -> None:
+    problem = make_problem(cpu, _row(), case_2d((1, 2, 5, 5), (3, 2, 3, 3)), rng)
+    found = cpu.find_convolution_backward_data_algorithm(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert found
+    path = tmp_path / "algos.txt"
+    cpu.save_algorithm_cache(path)
+    first, *rest = path.read_text().splitlines()
+    assert first.startswith("# cudnn_rs algorithm cache | ")
+    assert "CPU reference device" in first
+    other = cd.Handle(device="cpu")
+    assert other.load_algorithm_cache(path) == 1
+    assert other.algorithm_cache_size() == 1
+    # The same measurements claimed for another cuDNN and GPU load nothing, and say so.
+    foreign = tmp_path / "foreign.txt"
+    foreign.write_text(
+        "\n".join(
+            ["# cudnn_rs algorithm cache | cuDNN 9.1.0 | Some GPU | sm_80", *rest]
+        )
+        + "\n"
+    )
+    fresh = cd.Handle(device="cpu")
+    with pytest.warns(RuntimeWarning, match=r"cuDNN 9\.1\.0.*nothing loaded"):
+        assert fresh.load_algorithm_cache(foreign) == 0
+    assert fresh.algorithm_cache_size() == 0
+    # A file that does not say where it was measured loads nothing either.
+    bare = tmp_path / "bare.txt"
+    bare.write_text("\n".join(rest) + "\n")
+    with pytest.warns(RuntimeWarning, match="does not say"):
+        assert fresh.load_algorithm_cache(bare) == 0
+    assert fresh.algorithm_cache_size() == 0
+
+
+def test_engine_find_has_no_silent_cut_and_validates_its_budget(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    problem = make_problem(cpu, _row(), case_2d((1, 2, 5, 5), (3, 2, 3, 3)), rng)
+    args = (problem.w, problem.dy, problem.dx, problem.conv)
+    assert cpu.find_convolution_backward_data_engine(*args)
+    for bad in (0.0, -5.0, float("nan")):
+        with pytest.raises(ValueError, match="budget_ms"):
+            cpu.find_convolution_backward_data_engine(*args, budget_ms=bad)
+    with pytest.raises(ValueError, match="limit"):
+        cpu.find_convolution_backward_data_engine(*args, limit=0)
+
+
+# --- GPU ------------------------------------------------------------------------------
+
+
+_CHOICE_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import cudnn_rs as cd
+    h = cd.Handle()
+    rng = np.random.default_rng(int(sys.argv[1]))
+    w = cd.Filter.from_numpy(h, rng.standard_normal((64, 32, 3, 3), dtype=np.float32),
+                             format=cd.NHWC)
+    dy = cd.Tensor.from_numpy(h, rng.standard_normal((8, 64, 28, 28), dtype=np.float32),
+                              format=cd.NHWC)
+    dx = cd.Tensor.empty(h, (8, 32, 28, 28), dtype=cd.f32, format=cd.NHWC)
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    e = h.get_convolution_backward_data_default(w, dy, dx, conv)
+    print(e.index, e.knobs)
+    """
+)
+
+
+@pytest.mark.gpu
+def test_default_choice_is_the_same_in_fresh_handles_and_processes(
+    gpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    choices = set()
+    for seed in (1, 2):
+        out = subprocess.run(
+            [sys.executable, "-c", _CHOICE_SCRIPT, str(seed)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=os.environ.copy(),
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        choices.add(out.stdout.strip())
+    assert len(choices) == 1, choices
+    # In this process, two fresh handles agree with each other and with the others.
+    row = _row("f32", "NHWC")
+    case = case_2d((8, 32, 28, 28), (64, 32, 3, 3), padding=(1, 1))
+    seen = set()
+    for _ in range(2):
+        h = cd.Handle()
+        p = make_problem(h, row, case, rng)
+        e = h.get_convolution_backward_data_default(p.w, p.dy, p.dx, p.conv)
+        seen.add(f"{e.index} {e.knobs}")
+    assert seen == choices
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("dtype", "fmt", "conv_dims"),
+    [("f32", "NHWC", 2), ("f16", "NHWC", 2), ("bf16", "NHWC", 2), ("f32", "NCHW", 3)],
+)
+def test_one_call_equals_the_explicit_default_on_gpu(
+    gpu: cd.Handle, rng: np.random.Generator, dtype: str, fmt: str, conv_dims: int
+) -> None:
+    row = _row(dtype, fmt, conv_dims)
+    case = (
+        case_2d((4, 16, 14, 14), (24, 16, 3, 3), padding=(1, 1))
+        if conv_dims == 2
+        else ConvCase((2, 8, 6, 7, 5), (8, 8, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1))
+    )
+    problem = make_problem(gpu, row, case, rng, poison_dx=True)
+    explicit = _run(gpu, problem, cd.DefaultAlgo())
+    engine = gpu.get_convolution_backward_data_default(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    one_call = cd.convolution_backward_data(
+        gpu, problem.w, problem.dy, problem.conv, x_shape=case.x_shape
+    ).to_numpy()
+    tol = GPU_TOLERANCE[dtype]
+    assert_close(explicit, problem.expected(), dtype, problem.describe(), tol)
+    assert_close(one_call, problem.expected(), dtype, problem.describe(), tol)
+    if engine.determinism == cd.Determinism.Deterministic:
+        # Same engine, same inputs: the same bits.
+        assert one_call.tobytes() == explicit.tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_measured_tier_never_writes_dx_during_trials(
+    gpu: cd.Handle, rng: np.random.Generator, dtype: str
+) -> None:
+    h = cd.Handle(benchmark=True)
+    assert h.benchmark
+    row = _row(dtype, "NHWC")
+    case = case_2d((4, 32, 12, 12), (16, 32, 3, 3), padding=(1, 1), stride=(2, 2))
+    problem = make_problem(h, row, case, rng)  # dx holds random values
+    before = problem.dx.to_numpy().copy()
+    # beta = 1 accumulates onto dx: any trial run into dx would show twice.
+    got = _run(h, problem, cd.DefaultAlgo(), alpha=0.75, beta=1.0)
+    timed, left_out = h.last_find_report()
+    assert timed >= 1, (timed, left_out)
+    np.testing.assert_array_equal(before, problem.dx_host)
+    assert_close(
+        got,
+        problem.expected(alpha=0.75, beta=1.0),
+        dtype,
+        problem.describe(),
+        GPU_TOLERANCE[dtype],
+    )
+    engine = h.get_convolution_backward_data_default(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert engine.time >= 0.0  # measured
+    # A second call of the same problem runs the kept choice.
+    problem.dx = cd.Tensor.from_numpy(
+        h,
+        np.full(case.x_shape, np.nan, dtype=NUMPY_DTYPES[dtype]),
+        format=cd.NHWC,
+    )
+    again = _run(h, problem, cd.DefaultAlgo())
+    assert_close(
+        again, problem.expected(), dtype, problem.describe(), GPU_TOLERANCE[dtype]
+    )
+
+
+@pytest.mark.gpu
+def test_measured_choices_persist_and_reload(
+    gpu: cd.Handle, rng: np.random.Generator, tmp_path: Path
+) -> None:
+    h = cd.Handle(benchmark=True)
+    row = _row("f32", "NHWC")
+    case = case_2d((2, 16, 10, 10), (32, 16, 3, 3), padding=(1, 1))
+    problem = make_problem(h, row, case, rng, poison_dx=True)
+    measured = h.get_convolution_backward_data_default(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    path = tmp_path / "algos.txt"
+    h.save_algorithm_cache(path)
+    text = path.read_text()
+    assert "DefaultAlgo | " in text and "sm_" in text.splitlines()[0]
+    other = cd.Handle(benchmark=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert other.load_algorithm_cache(path) >= 1
+    p2 = make_problem(other, row, case, rng, poison_dx=True)
+    reloaded = other.get_convolution_backward_data_default(p2.w, p2.dy, p2.dx, p2.conv)
+    assert other.last_find_report() == (0, 0), "the reloaded choice was measured again"
+    assert (reloaded.index, reloaded.knobs) == (measured.index, measured.knobs)
+    got = _run(other, p2, cd.DefaultAlgo())
+    assert_close(got, p2.expected(), "f32", p2.describe(), GPU_TOLERANCE["f32"])
+
+
+@pytest.mark.gpu
+def test_default_choice_handles_fresh_addresses_every_call(
+    gpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # A training loop imports fresh tensors each step: the default path must stay
+    # correct when no address repeats.
+    row = _row("bf16", "NHWC")
+    case = case_2d((4, 16, 9, 9), (16, 16, 3, 3), padding=(1, 1))
+    for _ in range(4):
+        problem = make_problem(gpu, row, case, rng, poison_dx=True)
+        got = _run(gpu, problem, cd.DefaultAlgo())
+        assert_close(got, problem.expected(), "bf16", problem.describe(), 5e-2)
