@@ -688,7 +688,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-check", action="store_true", help="skip the gradient check")
-    ap.add_argument("--max-minutes", type=float, default=9.0)
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=8.0,
+        help="start no new run after this long (the results so far are written)",
+    )
     ap.add_argument(
         "--device",
         choices=("cuda", "cpu"),
