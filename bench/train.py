@@ -1,0 +1,768 @@
+"""Real-client benchmark for issue 14 (part 5): training steps of torchvision models whose
+every Conv2d/Conv3d input gradient is computed by cudnn_rs.
+
+Models (weights=None): resnet50 (residual, 32x3x224x224), mobilenet_v3_large (inverted
+residual with depthwise convolutions, 64x3x224x224), convnext_tiny (7x7 depthwise,
+16x3x224x224), r3d_18 (3-d, 4x3x16x112x112). Variants: f32 with TF32 off and on, f16,
+bf16 (model and inputs converted to the dtype), each NCHW and channels-last.
+
+A step is forward, cross-entropy, backward and an SGD step. Modes, same model, same
+batch, interleaved step by step:
+  plain           PyTorch as it is (cudnn.benchmark = False, its default)
+  fn+torch        every convolution through a torch.autograd.Function whose backward
+                  computes the input gradient with PyTorch's dgrad
+                  (aten.convolution_backward, output mask [True, False, False])
+  fn+ours         the same Function with cudnn_rs's default choice (explicit API,
+                  DefaultAlgo, or BestEngine on builds without it)
+  fn+ours meas.   the same with a Handle(benchmark=True) (or, without that option, the
+                  faster of the engine and legacy finds, per problem)
+Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
+b]). Step time: median over --steps steps after --warmup steps per mode, each step
+synchronised. Gradient check: one step with the input gradient on, the cudnn_rs Function
+in the run's dtype vs plain PyTorch in float64 (same weights and input, dropout off):
+the largest relative error of the norm over the input and parameter gradients; plain
+PyTorch in the run's dtype gives the error the dtype alone costs.
+
+Usage (GPU machine):
+  python bench/train.py --csv train.csv --md train.md
+  python bench/train.py --quick
+  python bench/train.py --device cpu     # logic test on cudnn_rs's CPU device, tiny
+                                         # inputs; the times mean nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import dataclasses
+import math
+import statistics
+import sys
+import time
+import types
+import warnings
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+
+import cudnn_rs as cd
+
+DEFAULT_MARKER = getattr(cd, "DefaultAlgo", None)
+DEFAULT_LABEL = "DefaultAlgo" if DEFAULT_MARKER is not None else "BestEngine"
+if DEFAULT_MARKER is None:
+    DEFAULT_MARKER = cd.BestEngine
+
+
+# ---------------------------------------------------------------- models and variants
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCase:
+    name: str
+    build: Callable[[], nn.Module]
+    input_shape: tuple[int, ...]
+    tiny_shape: tuple[int, ...]  # for the CPU logic test
+    classes: int
+
+
+MODELS = [
+    ModelCase(
+        "resnet50",
+        lambda: torchvision.models.resnet50(weights=None),
+        (32, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "mobilenet_v3_large",
+        lambda: torchvision.models.mobilenet_v3_large(weights=None),
+        (64, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "convnext_tiny",
+        lambda: torchvision.models.convnext_tiny(weights=None),
+        (16, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "r3d_18",
+        lambda: torchvision.models.video.r3d_18(weights=None),
+        (4, 3, 16, 112, 112),
+        (1, 3, 4, 32, 32),
+        400,
+    ),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    dtype: str
+    channels_last: bool
+    tf32: bool  # f32 only
+
+    @property
+    def short(self) -> str:
+        return {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[self.dtype]
+
+    @property
+    def layout(self) -> str:
+        return "channels-last" if self.channels_last else "NCHW"
+
+
+VARIANTS = [
+    Variant(dt, cl, tf)
+    for dt, tf in (
+        ("float32", False),
+        ("float32", True),
+        ("float16", True),
+        ("bfloat16", True),
+    )
+    for cl in (False, True)
+]
+QUICK_VARIANTS = [Variant("float32", False, False), Variant("bfloat16", True, True)]
+# Largest relative error of a gradient's norm vs float64 that passes outright; a run
+# also passes when within 2x of plain PyTorch's own error in the same dtype.
+GRAD_TOLERANCE = {"f32": 1e-3, "tf32": 5e-2, "f16": 5e-2, "bf16": 2e-1}
+
+
+def memory_format(ndim: int, channels_last: bool) -> torch.memory_format:
+    if not channels_last:
+        return torch.contiguous_format
+    return torch.channels_last_3d if ndim == 5 else torch.channels_last
+
+
+def set_tf32(on: bool) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.backends.cudnn.allow_tf32 = on
+        torch.backends.cudnn.benchmark = False
+
+
+# ---------------------------------------------------------------- dgrad backends
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvSpec:
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int
+
+    @property
+    def nd(self) -> int:
+        return len(self.stride)
+
+
+def suggest_format(x: torch.Tensor, w: torch.Tensor) -> torch.memory_format:
+    """The layout PyTorch's cuDNN convolution picks for dx: channels-last when the input
+    or the weight is channels-last, else contiguous."""
+    cl = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
+
+    def is_cl(t: torch.Tensor) -> bool:
+        return t.is_contiguous(memory_format=cl) and not t.is_contiguous()
+
+    return cl if is_cl(x) or is_cl(w) else torch.contiguous_format
+
+
+class TorchDgrad:
+    name = "fn+torch"
+
+    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+        return torch.ops.aten.convolution_backward(
+            gy,
+            x,
+            w,
+            None,
+            list(spec.stride),
+            list(spec.padding),
+            list(spec.dilation),
+            False,
+            [0] * spec.nd,
+            spec.groups,
+            [True, False, False],
+        )[0]
+
+
+@dataclasses.dataclass
+class _HandleState:
+    handle: cd.Handle
+    stream: int
+    workspace: cd.Workspace | None = None
+    workspace_bytes: int = 0
+
+
+class OursDgrad:
+    """cudnn_rs's backward-data on PyTorch's memory and stream: one handle per device
+    (kept on PyTorch's current stream), one descriptor per convolution and math mode,
+    one workspace per handle grown as needed; dx allocated by PyTorch."""
+
+    def __init__(self, measured: bool, cpu: bool) -> None:
+        self.measured = measured
+        self.cpu = cpu
+        self.name = "fn+ours measured" if measured else "fn+ours"
+        self.handles: dict[int, _HandleState] = {}
+        self.convs: dict[tuple[ConvSpec, bool], cd.ConvolutionDescriptor] = {}
+        self.algo = DEFAULT_MARKER()
+        # Without Handle(benchmark=True): the measured choice per problem, made here.
+        self.use_finds = False
+        self.found: dict[tuple, object] = {}
+        if measured:
+            try:
+                self._new_handle(None)
+            except TypeError:
+                self.use_finds = True
+        self.how = (
+            f"Handle(benchmark=True) + {DEFAULT_LABEL}"
+            if measured and not self.use_finds
+            else "best of find_engine[0], find_algorithm[0]"
+            if measured
+            else f"Handle() + {DEFAULT_LABEL}"
+        )
+
+    def _new_handle(self, device: torch.device | None) -> cd.Handle:
+        kwargs: dict = (
+            {"benchmark": True} if self.measured and not self.use_finds else {}
+        )
+        if self.cpu:
+            return cd.Handle(device="cpu", **kwargs)
+        dev = device if device is not None else torch.device("cuda", 0)
+        return cd.Handle(
+            device=dev.index or 0, stream=torch.cuda.current_stream(dev), **kwargs
+        )
+
+    def _state(self, device: torch.device) -> _HandleState:
+        index = -1 if self.cpu else (device.index or 0)
+        stream = 0 if self.cpu else torch.cuda.current_stream(device).cuda_stream
+        st = self.handles.get(index)
+        if st is None:
+            st = _HandleState(self._new_handle(device), stream)
+            self.handles[index] = st
+        elif st.stream != stream:
+            st.handle.set_stream(torch.cuda.current_stream(device))
+            st.stream = stream
+        return st
+
+    def _conv(self, spec: ConvSpec, fma: bool) -> cd.ConvolutionDescriptor:
+        conv = self.convs.get((spec, fma))
+        if conv is None:
+            conv = cd.ConvolutionDescriptor(
+                padding=spec.padding,
+                stride=spec.stride,
+                dilation=spec.dilation,
+                groups=spec.groups,
+                math_type=cd.MathType.Fma if fma else cd.MathType.Default,
+                comp_type=cd.f32,
+            )
+            self.convs[(spec, fma)] = conv
+        return conv
+
+    def _workspace(self, st: _HandleState, nbytes: int) -> cd.Workspace | None:
+        if nbytes > st.workspace_bytes:
+            st.workspace = cd.Workspace(st.handle, nbytes)
+            st.workspace_bytes = nbytes
+        return st.workspace
+
+    def _found(self, h, w, dy, dx, conv, key) -> object:
+        algo = self.found.get(key)
+        if algo is None:
+            best = []
+            for find in (
+                h.find_convolution_backward_data_engine,
+                h.find_convolution_backward_data_algorithm,
+            ):
+                try:
+                    best.append(find(w, dy, dx, conv)[0])
+                except cd.CudnnRsError:  # e.g. no legacy algorithm for this problem
+                    continue
+            if not best:
+                raise RuntimeError("neither find returned a choice")
+            algo = min(best, key=lambda a: a.time)
+            self.found[key] = algo
+        return algo
+
+    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+        st = self._state(x.device)
+        h = st.handle
+        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
+        fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
+        conv = self._conv(spec, fma)
+        dx = torch.empty_like(x, memory_format=mf)
+        wc = cd.Filter.from_dlpack(
+            w.detach().contiguous(memory_format=mf), fmt, handle=h
+        )
+        dyc = cd.Tensor.from_dlpack(gy, fmt, handle=h)
+        dxc = cd.Tensor.from_dlpack(dx, fmt, handle=h)
+        algo = self.algo
+        if self.use_finds:
+            key = (tuple(x.shape), tuple(w.shape), x.dtype, fmt, spec, fma)
+            algo = self._found(h, wc, dyc, dxc, conv, key)
+        size = h.get_convolution_backward_data_workspace_size(wc, dyc, dxc, conv, algo)
+        ws = self._workspace(st, size or 0)
+        h.convolution_backward_data(1.0, wc, dyc, conv, algo, ws, 0.0, dxc)
+        return dx
+
+
+class ConvFn(torch.autograd.Function):
+    """A convolution whose input gradient comes from `backend`; weight and bias
+    gradients from PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, spec: ConvSpec, backend):
+        ctx.save_for_backward(x, weight)
+        ctx.spec, ctx.backend, ctx.has_bias = spec, backend, bias is not None
+        return torch.ops.aten.convolution(
+            x,
+            weight,
+            bias,
+            list(spec.stride),
+            list(spec.padding),
+            list(spec.dilation),
+            False,
+            [0] * spec.nd,
+            spec.groups,
+        )
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, w = ctx.saved_tensors
+        spec = ctx.spec
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        mf = suggest_format(x, w)
+        gy = gy.contiguous(memory_format=mf)
+        gx = gw = gb = None
+        if need_w or need_b:
+            _, gw, gb = torch.ops.aten.convolution_backward(
+                gy,
+                x,
+                w,
+                [w.shape[0]] if ctx.has_bias else None,
+                list(spec.stride),
+                list(spec.padding),
+                list(spec.dilation),
+                False,
+                [0] * spec.nd,
+                spec.groups,
+                [False, need_w, need_b and ctx.has_bias],
+            )
+        if need_x:
+            gx = ctx.backend.dgrad(gy, x, w, spec, mf)
+        return gx, gw, gb, None, None
+
+
+class Dispatch:
+    """Which backend the patched convolutions use now (None: PyTorch as it is)."""
+
+    backend: object | None = None
+
+
+def _patched_forward(self, x):
+    backend = Dispatch.backend
+    if backend is None:
+        return type(self).forward(self, x)
+    return ConvFn.apply(x, self.weight, self.bias, self._dgrad_spec, backend)
+
+
+def patch_convs(model: nn.Module) -> int:
+    """Routes every Conv2d/Conv3d (zero padding) through `Dispatch`; returns how many."""
+    count = 0
+    for m in model.modules():
+        if not isinstance(m, (nn.Conv2d, nn.Conv3d)):
+            continue
+        if m.padding_mode != "zeros" or isinstance(m.padding, str):
+            continue
+        m._dgrad_spec = ConvSpec(
+            tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups
+        )
+        m.forward = types.MethodType(_patched_forward, m)
+        count += 1
+    return count
+
+
+def disable_dropout(model: nn.Module) -> None:
+    for m in model.modules():
+        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+
+
+# ---------------------------------------------------------------- one run
+
+
+@dataclasses.dataclass
+class Case:
+    """One model in one variant: the converted model, its batch and optimizer."""
+
+    model: nn.Module
+    x: torch.Tensor
+    labels: torch.Tensor
+    opt: torch.optim.Optimizer
+
+
+def make_case(base: nn.Module, x32: torch.Tensor, labels, v: Variant) -> Case:
+    dt = getattr(torch, v.dtype)
+    mf = memory_format(x32.dim(), v.channels_last)
+    model = copy.deepcopy(base).to(dtype=dt)
+    if v.channels_last:
+        model = model.to(memory_format=mf)
+    patch_convs(model)
+    x = x32.to(dt).contiguous(memory_format=mf)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+    return Case(model, x, labels, opt)
+
+
+def train_step(case: Case) -> None:
+    case.opt.zero_grad(set_to_none=True)
+    out = case.model(case.x)
+    loss = F.cross_entropy(out.float(), case.labels)
+    loss.backward()
+    case.opt.step()
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def step_ms(case: Case, backend, device: str) -> float:
+    Dispatch.backend = backend
+    try:
+        sync(device)
+        t0 = time.perf_counter()
+        train_step(case)
+        sync(device)
+        return (time.perf_counter() - t0) * 1e3
+    finally:
+        Dispatch.backend = None
+
+
+def time_modes(case: Case, modes: dict, args) -> dict:
+    """Warm-up steps per mode, then rounds of one step per mode (so that clock drift
+    hits every mode alike); the median per mode."""
+    out: dict = {}
+    for name, backend in modes.items():
+        first = [step_ms(case, backend, args.device) for _ in range(args.warmup)]
+        out[f"{name}_first_step_ms"] = first[0] if first else math.nan
+    times: dict[str, list[float]] = {name: [] for name in modes}
+    for r in range(args.steps):
+        names = list(modes)
+        names = names[r % len(names) :] + names[: r % len(names)]
+        for name in names:
+            times[name].append(step_ms(case, modes[name], args.device))
+    for name, ts in times.items():
+        out[f"{name}_ms"] = statistics.median(ts)
+    return out
+
+
+def gradients(model: nn.Module, x: torch.Tensor, cot: torch.Tensor, backend) -> dict:
+    """Input and parameter gradients of sum(model(x) * cot), as float64."""
+    model.zero_grad(set_to_none=True)
+    x = x.detach().requires_grad_(True)
+    Dispatch.backend = backend
+    try:
+        out = model(x)
+        (out.double() * cot).sum().backward()
+    finally:
+        Dispatch.backend = None
+    grads = {"input": x.grad.double()}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            grads[name] = p.grad.double()
+    return grads
+
+
+def max_rel_err(got: dict, ref: dict) -> tuple[float, str]:
+    """The largest relative error of the norm over the gradients. Gradients that are zero
+    in exact arithmetic (a BatchNorm bias whose output only feeds a convolution and
+    another BatchNorm, say) are skipped: in float64 their norm is rounding noise, below
+    1e-6 of the largest gradient's."""
+    norms = {name: r.norm().item() for name, r in ref.items()}
+    floor = 1e-6 * max(norms.values(), default=0.0)
+    worst, where = 0.0, ""
+    for name, r in ref.items():
+        g = got.get(name)
+        if g is None:
+            return math.inf, f"{name} missing"
+        base = norms[name]
+        if base <= floor:
+            continue
+        err = (g.float().double() - r).norm().item() / base
+        if not err <= worst:  # NaN counts as worst
+            worst, where = err, name
+    return worst, where
+
+
+def reference_grads(base, x32, cot) -> dict:
+    ref_model = copy.deepcopy(base).double()
+    disable_dropout(ref_model)
+    patch_convs(ref_model)  # Dispatch.backend None: plain PyTorch
+    return gradients(ref_model, x32.double(), cot, None)
+
+
+def grad_check(case_model_base, x32, cot, ref, v: Variant, ours) -> dict:
+    dt = getattr(torch, v.dtype)
+    mf = memory_format(x32.dim(), v.channels_last)
+    model = copy.deepcopy(case_model_base).to(dtype=dt)
+    if v.channels_last:
+        model = model.to(memory_format=mf)
+    disable_dropout(model)
+    patch_convs(model)
+    x = x32.to(dt).contiguous(memory_format=mf)
+    out: dict = {}
+    err, where = max_rel_err(gradients(model, x, cot, ours), ref)
+    out["grad_err"], out["grad_worst"] = err, where
+    err_t, _ = max_rel_err(gradients(model, x, cot, None), ref)
+    out["torch_grad_err"] = err_t
+    kind = ("tf32" if v.tf32 else "f32") if v.dtype == "float32" else v.short
+    out["grad_ok"] = err <= max(GRAD_TOLERANCE[kind], 2 * err_t)
+    return out
+
+
+def run_model_variant(mc: ModelCase, v: Variant, ctx: dict, args) -> dict:
+    rec: dict = {
+        "model": mc.name,
+        "dtype": v.short,
+        "layout": v.layout,
+        "tf32": v.tf32 if v.dtype == "float32" else "",
+    }
+    base, x32, labels, cot, ref = ctx["bases"][mc.name]
+    set_tf32(v.tf32)
+    try:
+        if not args.no_check:
+            rec.update(grad_check(base, x32, cot, ref, v, ctx["modes"]["fn_ours"]))
+        case = make_case(base, x32, labels, v)
+        rec.update(time_modes(case, ctx["modes"], args))
+    except Exception as exc:
+        rec["error"] = f"{type(exc).__name__}: {exc}"[:160]
+    finally:
+        Dispatch.backend = None
+        set_tf32(True)
+    fn_torch = rec.get("fn_torch_ms", math.nan)
+    rec["ratio_default"] = rec.get("fn_ours_ms", math.nan) / fn_torch
+    rec["ratio_measured"] = rec.get("fn_ours_measured_ms", math.nan) / fn_torch
+    return rec
+
+
+def prepare_model(mc: ModelCase, device: str, tiny: bool, check: bool, gen) -> tuple:
+    """The model's f32 weights, batch, labels, check cotangent and float64 gradients."""
+    torch.manual_seed(0)
+    base = mc.build().to(device)
+    shape = mc.tiny_shape if tiny else mc.input_shape
+    x32 = torch.randn(shape, generator=gen).to(device)
+    labels = torch.randint(0, mc.classes, (shape[0],), generator=gen).to(device)
+    cot = torch.randn((shape[0], mc.classes), generator=gen, dtype=torch.float64)
+    cot = cot.to(device)
+    ref = reference_grads(base, x32, cot) if check else {}
+    return base, x32, labels, cot, ref
+
+
+# ---------------------------------------------------------------- report
+
+
+COLUMNS = [
+    "model",
+    "dtype",
+    "layout",
+    "tf32",
+    "plain torch ms",
+    "fn+torch dgrad ms",
+    "fn+cudnn_rs default ms",
+    "fn+cudnn_rs measured ms",
+    "ratio default",
+    "ratio measured",
+    "grad max rel err",
+    "torch grad err",
+    "check",
+]
+
+
+def _ms(v) -> str:
+    return "-" if not isinstance(v, float) or math.isnan(v) else f"{v:.2f}"
+
+
+def _ratio(v) -> str:
+    return "-" if not isinstance(v, float) or math.isnan(v) else f"{v:.3f}"
+
+
+def _err(v) -> str:
+    return "-" if not isinstance(v, float) else f"{v:.1e}"
+
+
+def table_row(rec: dict) -> list[str]:
+    if "error" in rec:
+        check = "error: " + rec["error"].replace("|", "/")
+    elif "grad_ok" not in rec:
+        check = "not checked"
+    else:
+        check = "ok" if rec["grad_ok"] else f"GRAD MISMATCH ({rec['grad_worst']})"
+    return [
+        rec["model"],
+        rec["dtype"],
+        rec["layout"],
+        str(rec["tf32"]),
+        _ms(rec.get("plain_ms")),
+        _ms(rec.get("fn_torch_ms")),
+        _ms(rec.get("fn_ours_ms")),
+        _ms(rec.get("fn_ours_measured_ms")),
+        _ratio(rec["ratio_default"]),
+        _ratio(rec["ratio_measured"]),
+        _err(rec.get("grad_err")),
+        _err(rec.get("torch_grad_err")),
+        check,
+    ]
+
+
+def summary(rows: list[dict]) -> list[str]:
+    lines = []
+    for key, what, geo_target, worst_target in (
+        ("ratio_default", "fn+cudnn_rs default / fn+torch dgrad", 1.02, 1.10),
+        ("ratio_measured", "fn+cudnn_rs measured / fn+torch dgrad", 1.00, None),
+    ):
+        vals = [(r[key], r) for r in rows if isinstance(r[key], float) and r[key] > 0]
+        if not vals:
+            lines.append(f"- {what}: no rows")
+            continue
+        geo = math.exp(sum(math.log(v) for v, _ in vals) / len(vals))
+        worst = sorted(vals, key=lambda t: -t[0])[:4]
+        target = f"target geo-mean <= {geo_target}" + (
+            f", worst <= {worst_target}" if worst_target else ""
+        )
+        lines.append(
+            f"- {what}: geo-mean {geo:.3f} over {len(vals)} runs ({target}); worst: "
+            + "; ".join(
+                f"{r['model']} {r['dtype']} {r['layout']}"
+                f"{' tf32' if r['tf32'] is True else ''} {v:.3f}"
+                for v, r in worst
+            )
+        )
+    bad = [r for r in rows if "error" in r or r.get("grad_ok") is False]
+    lines.append(f"- runs with an error or a gradient mismatch: {len(bad)}")
+    return lines
+
+
+def markdown(rows: list[dict], header: list[str]) -> str:
+    out = [
+        *header,
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + " --- |" * len(COLUMNS),
+    ]
+    out += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
+    out += [
+        "",
+        "Step times in ms (median). Ratios: step time over fn+torch dgrad's. Gradient "
+        "errors: largest relative error of the norm vs float64, for the cudnn_rs "
+        "Function and for plain PyTorch in the same dtype.",
+        "",
+    ]
+    out += summary(rows)
+    return "\n".join(out) + "\n"
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    fields: list[str] = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    with open(path, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=fields)
+        wr.writeheader()
+        wr.writerows(rows)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="2 variants (f32 NCHW, bf16 CL), 5 steps"
+    )
+    ap.add_argument("--csv", default="train.csv")
+    ap.add_argument("--md", default=None, help="also write the markdown table here")
+    ap.add_argument("--models", default="", help="comma-separated model names")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--no-check", action="store_true", help="skip the gradient check")
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=8.0,
+        help="start no new run after this long (the results so far are written)",
+    )
+    ap.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        default="cuda",
+        help="cpu: logic test on cudnn_rs's CPU device with tiny inputs",
+    )
+    args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device (use --device cpu for a logic test)", file=sys.stderr)
+        return 2
+    if args.quick:
+        args.steps = min(args.steps, 5)
+        args.warmup = min(args.warmup, 2)
+    cpu = args.device == "cpu"
+    if cpu:
+        args.steps, args.warmup = min(args.steps, 2), min(args.warmup, 1)
+    models = [m for m in MODELS if not args.models or m.name in args.models.split(",")]
+    variants = QUICK_VARIANTS if args.quick else VARIANTS
+
+    ours = OursDgrad(measured=False, cpu=cpu)
+    ours_measured = OursDgrad(measured=True, cpu=cpu)
+    modes = {
+        "plain": None,
+        "fn_torch": TorchDgrad(),
+        "fn_ours": ours,
+        "fn_ours_measured": ours_measured,
+    }
+    gpu = torch.cuda.get_device_name() if not cpu else "cpu"
+    header = [
+        f"# training steps: {gpu}, torch {torch.__version__}, torchvision "
+        f"{torchvision.__version__}, cuDNN {torch.backends.cudnn.version()}",
+        f"fn+cudnn_rs default = {ours.how}; measured = {ours_measured.how}; median of "
+        f"{args.steps} steps after {args.warmup} warm-up steps per mode",
+    ]
+    print("\n".join(header), flush=True)
+
+    start = time.perf_counter()
+    gen = torch.Generator().manual_seed(5)
+    bases: dict = {}
+    for mc in models:
+        try:
+            bases[mc.name] = prepare_model(mc, args.device, cpu, not args.no_check, gen)
+        except Exception as exc:
+            print(f"{mc.name}: could not prepare: {type(exc).__name__}: {exc}")
+    ctx = {"bases": bases, "modes": modes}
+    rows: list[dict] = []
+    plan = [(v, mc) for v in variants for mc in models if mc.name in bases]
+    for i, (v, mc) in enumerate(plan):
+        if time.perf_counter() - start > args.max_minutes * 60:
+            print(
+                f"time budget of {args.max_minutes} min spent: {len(plan) - i} runs left"
+            )
+            break
+        rec = run_model_variant(mc, v, ctx, args)
+        rows.append(rec)
+        write_csv(args.csv, rows)
+        print(
+            f"[{i + 1}/{len(plan)} {time.perf_counter() - start:5.0f}s] "
+            + " | ".join(table_row(rec)),
+            flush=True,
+        )
+    text = markdown(rows, header)
+    print("\n" + text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text)
+    print(f"total {time.perf_counter() - start:.0f} s; csv: {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
