@@ -11,7 +11,11 @@
 //! 4. The system loader: `libcudnn.so.9`, then `libcudnn.so`.
 //!
 //! The CUDA driver is loaded by cudarc, whose loader panics when it finds nothing; we try
-//! the same candidate names first and only let cudarc near the driver once one loads.
+//! the same candidate names first and only let cudarc near the driver once one loads and
+//! reports, through `cuDriverGetVersion`, at least [`MIN_DRIVER_CUDA_VERSION`]. Which
+//! libcuda is used is the system loader's choice (`LD_LIBRARY_PATH`, then the loader
+//! cache): cudarc opens the driver by name itself, so a path of our own would check one
+//! library while cudarc used another.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -197,8 +201,27 @@ fn finish(lib: libloading::Library, origin: String) -> std::result::Result<Cudnn
     })
 }
 
-/// Checks that the CUDA driver library loads, under the names cudarc will try, before
-/// anything calls into cudarc (whose loader panics when none loads). Cached on success.
+/// The oldest CUDA driver API this crate runs on, as `cuDriverGetVersion` reports it
+/// (`major * 1000 + minor * 10`): CUDA 12.8, NVIDIA driver R570 or newer.
+///
+/// cudarc is built with its CUDA 13.0 bindings (feature `cuda-13000`), under which the
+/// engine autotune's event timing calls `cuEventElapsedTime_v2`, added in CUDA 12.8; every
+/// other driver entry point the crate reaches is older. cudarc panics on a missing entry
+/// point, so an older driver is refused before cudarc is called, with an error naming both
+/// versions.
+pub const MIN_DRIVER_CUDA_VERSION: i32 = 12080;
+
+/// The NVIDIA driver branch that first supports [`MIN_DRIVER_CUDA_VERSION`].
+pub const MIN_DRIVER_BRANCH: &str = "R570";
+
+/// `"12.8"` for the driver's `12080`.
+pub fn cuda_version_string(version: i32) -> String {
+    format!("{}.{}", version / 1000, (version % 1000) / 10)
+}
+
+/// Checks that the CUDA driver library loads, under the names cudarc will try, and is new
+/// enough ([`MIN_DRIVER_CUDA_VERSION`]), before anything calls into cudarc (whose loader
+/// panics when none loads or an entry point is missing). Cached on success.
 pub fn cuda_driver() -> Result<()> {
     static DRIVER_OK: OnceLock<()> = OnceLock::new();
     if DRIVER_OK.get().is_some() {
@@ -209,6 +232,8 @@ pub fn cuda_driver() -> Result<()> {
         // SAFETY: probing the CUDA driver library, which cudarc loads the same way next.
         match unsafe { libloading::Library::new(&name) } {
             Ok(lib) => {
+                // The first name that loads is the one cudarc will load: check that one.
+                check_driver_version(&lib, &name)?;
                 // Keep it loaded for cudarc, which opens it again by the same name.
                 std::mem::forget(lib);
                 let _ = DRIVER_OK.set(());
@@ -222,6 +247,50 @@ pub fn cuda_driver() -> Result<()> {
         "no NVIDIA driver: could not load libcuda (tried {}); install the driver, or use the CPU device (Handle(device=\"cpu\"))",
         searched.join(", ")
     )))
+}
+
+/// Loads the CUDA driver library at `path` (a file, or a name for the system loader) and
+/// checks its version as [`cuda_driver`] does, without keeping it loaded or calling into
+/// cudarc. Returns the driver's CUDA version (`major * 1000 + minor * 10`).
+pub fn check_cuda_driver_at(path: &Path) -> Result<i32> {
+    // SAFETY: loading a CUDA driver library runs its initialisers; a driver (or a file a
+    // caller names as one) is trusted like any linked dependency.
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
+        Error::Cuda(format!(
+            "could not load the CUDA driver library {}: {e}",
+            path.display()
+        ))
+    })?;
+    check_driver_version(&lib, &path.display().to_string())
+}
+
+/// Asks the driver its CUDA version through our own handle to it (no `cuInit` needed) and
+/// refuses one older than [`MIN_DRIVER_CUDA_VERSION`].
+fn check_driver_version(lib: &libloading::Library, name: &str) -> Result<i32> {
+    type DriverGetVersion = unsafe extern "C" fn(*mut std::ffi::c_int) -> std::ffi::c_int;
+    // SAFETY: `cuDriverGetVersion(int*)` has had this C signature in every CUDA driver
+    // API; the symbol is used only while `lib` is borrowed, so it stays loaded.
+    let get = unsafe { lib.get::<DriverGetVersion>(b"cuDriverGetVersion\0") }.map_err(|e| {
+        Error::Cuda(format!(
+            "{name} is not a usable NVIDIA driver: no cuDriverGetVersion ({e})"
+        ))
+    })?;
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: writes one int through a pointer to a live local; needs no initialised driver.
+    let status = unsafe { get(&raw mut version) };
+    if status != 0 {
+        return Err(Error::Cuda(format!(
+            "cuDriverGetVersion of {name} failed (CUresult {status})"
+        )));
+    }
+    if version < MIN_DRIVER_CUDA_VERSION {
+        return Err(Error::Cuda(format!(
+            "the NVIDIA driver ({name}) supports CUDA {} (cuDriverGetVersion = {version}); cudnn_rs needs a driver for CUDA {} or newer ({MIN_DRIVER_BRANCH}+). Update the NVIDIA driver, or use the CPU device (Handle(device=\"cpu\"))",
+            cuda_version_string(version),
+            cuda_version_string(MIN_DRIVER_CUDA_VERSION),
+        )));
+    }
+    Ok(version)
 }
 
 /// Runs a cudarc call that may panic inside its own loader (e.g. a driver lacking a
@@ -244,6 +313,22 @@ mod tests {
         assert_eq!(split_version(91_900), (9, 19, 0));
         assert_eq!(split_version(91_402), (9, 14, 2));
         assert_eq!(split_version(8_907), (8, 9, 7));
+    }
+
+    #[test]
+    fn cuda_versions_print_as_major_minor() {
+        assert_eq!(cuda_version_string(12020), "12.2");
+        assert_eq!(cuda_version_string(MIN_DRIVER_CUDA_VERSION), "12.8");
+        assert_eq!(cuda_version_string(13000), "13.0");
+    }
+
+    #[test]
+    fn a_driver_path_that_does_not_load_is_a_cuda_error() {
+        let missing = Path::new("/nonexistent/cudnn_rs/libcuda.so.1");
+        match check_cuda_driver_at(missing) {
+            Err(Error::Cuda(msg)) => assert!(msg.contains("/nonexistent/cudnn_rs"), "{msg}"),
+            other => panic!("expected a CUDA error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ API on the CPU reference implementation. Importing never needs a GPU, a driver o
 from __future__ import annotations
 
 import os as _os
+from importlib import metadata as _metadata
 from importlib import util as _importlib_util
 
 
@@ -86,7 +87,10 @@ from ._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3  # noqa: E4
 
 _register_pip_cudnn()
 
-__version__ = "0.1.0"
+try:  # Cargo.toml's version, as maturin wrote it into the installed metadata
+    __version__ = _metadata.version("cudnn_rs")
+except _metadata.PackageNotFoundError:  # imported from a tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BF16",
