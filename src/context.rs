@@ -810,6 +810,7 @@ impl CudnnContext {
         &self,
         graph: &std::rc::Rc<OpGraph>,
         config: EngineConfig,
+        from: Option<&engine::Desc>,
         accept: impl Fn(&engine::Notes) -> bool,
     ) -> Result<Option<std::rc::Rc<Plan>>> {
         if let Some((_, plan)) = self
@@ -821,7 +822,8 @@ impl CudnnContext {
         {
             return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
         }
-        let Some(plan) = engine::build_plan(self.lib, self.handle.0, graph, config, accept)? else {
+        let Some(plan) = engine::build_plan(self.lib, self.handle.0, graph, config, from, accept)?
+        else {
             return Ok(None);
         };
         let plan = std::rc::Rc::new(plan);
@@ -856,12 +858,14 @@ impl CudnnContext {
         sources: engine::Sources,
     ) -> Result<Vec<std::rc::Rc<Plan>>> {
         let mut out = Vec::new();
-        for config in engine::candidates(self.lib, graph, sources)? {
+        for c in engine::candidates(self.lib, graph, sources)? {
             if out.len() >= limit {
                 break;
             }
             // An engine the heuristic lists may still refuse to build: skip it.
-            if let Ok(Some(plan)) = self.engine_config_plan(graph, config, accept) {
+            if let Ok(Some(plan)) =
+                self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
+            {
                 out.push(plan);
             }
         }
@@ -903,7 +907,7 @@ impl CudnnContext {
         let graph = self.engine_graph(p, alpha, beta, align)?;
         if let Some(config) = config {
             return self
-                .engine_config_plan(&graph, config, |_| true)?
+                .engine_config_plan(&graph, config, None, |_| true)?
                 .ok_or_else(|| self.no_engine(p, false));
         }
         let chosen = self
@@ -933,7 +937,7 @@ impl CudnnContext {
             );
             best
         };
-        if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, |_| true) {
+        if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, None, |_| true) {
             return Ok(plan);
         }
         self.engine_candidates(
@@ -1090,13 +1094,14 @@ impl CudnnContext {
         let mut found = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
-        for (i, config) in configs.iter().enumerate() {
+        for (i, c) in configs.iter().enumerate() {
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
                 left_out = configs.len() - i;
                 break;
             }
             // An engine the heuristic lists may still refuse to build: skip it.
-            let Ok(Some(plan)) = self.engine_config_plan(&graph, *config, accept) else {
+            let Ok(Some(plan)) = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept)
+            else {
                 continue;
             };
             if max_workspace.is_some_and(|cap| plan.workspace > cap) {

@@ -37,7 +37,7 @@ const UID_W: i64 = 2;
 const UID_DY: i64 = 3;
 
 /// Heuristic results read per mode; cuDNN ranks a few dozen engines at most.
-const MAX_CANDIDATES: usize = 64;
+const MAX_CANDIDATES: usize = 512;
 
 /// One graph-API descriptor, destroyed on drop.
 pub(crate) struct Desc {
@@ -478,7 +478,7 @@ pub(crate) fn candidates(
     lib: &'static CudnnLibrary,
     graph: &OpGraph,
     sources: Sources,
-) -> Result<Vec<EngineConfig>> {
+) -> Result<Vec<Candidate>> {
     let modes: &[HeurMode] = match sources {
         Sources::Instant if default_heuristic_is_b() => &[
             HeurMode::CUDNN_HEUR_MODE_B,
@@ -494,12 +494,12 @@ pub(crate) fn candidates(
             HeurMode::CUDNN_HEUR_MODE_FALLBACK,
         ],
     };
-    let mut out: Vec<EngineConfig> = Vec::new();
+    let mut out: Vec<Candidate> = Vec::new();
     for &mode in modes {
         // A mode that cannot answer for this graph adds nothing; the others still do.
         if let Ok(ranked) = heuristic(lib, graph, mode) {
             for c in ranked {
-                if !out.contains(&c) {
+                if !out.iter().any(|o| o.config == c.config) {
                     out.push(c);
                 }
             }
@@ -511,9 +511,9 @@ pub(crate) fn candidates(
             .get_i64(Attr::CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)?
             .clamp(0, 4096);
         for index in 0..engines {
-            if let Some(c) = EngineConfig::new(index, &[]) {
-                if !out.iter().any(|o| o.index() == index) {
-                    out.push(c);
+            if let Some(config) = EngineConfig::new(index, &[]) {
+                if !out.iter().any(|o| o.config.index() == index) {
+                    out.push(Candidate { config, desc: None });
                 }
             }
         }
@@ -527,7 +527,7 @@ fn heuristic(
     lib: &'static CudnnLibrary,
     graph: &OpGraph,
     mode: HeurMode,
-) -> Result<Vec<EngineConfig>> {
+) -> Result<Vec<Candidate>> {
     let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
     heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
     heur.set_enum(
@@ -543,10 +543,26 @@ fn heuristic(
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
         .collect::<Result<Vec<_>>>()?;
     let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
-    Ok(cfgs[..filled]
-        .iter()
-        .filter_map(|cfg| read_config(lib, cfg).ok())
+    Ok(cfgs
+        .into_iter()
+        .take(filled)
+        .filter_map(|cfg| {
+            let config = read_config(lib, &cfg).ok()?;
+            Some(Candidate {
+                config,
+                desc: Some(cfg),
+            })
+        })
         .collect())
+}
+
+/// One engine configuration to try: its identity and, where a heuristic ranked it, the
+/// heuristic's own finalized descriptor. A plan is built from that descriptor as it is
+/// (as cuDNN's frontend and PyTorch do): rebuilding it from the engine index and the
+/// knob choices read back loses what the heuristic set beyond them.
+pub(crate) struct Candidate {
+    pub config: EngineConfig,
+    pub desc: Option<Desc>,
 }
 
 /// The engine index and knob choices of a finalized engine configuration.
@@ -610,9 +626,19 @@ pub(crate) fn build_plan(
     handle: CudnnHandle,
     graph: &OpGraph,
     config: EngineConfig,
+    from: Option<&Desc>,
     accept: impl Fn(&Notes) -> bool,
 ) -> Result<Option<Plan>> {
     let what = || format!("building graph-API {config}");
+    if let Some(cfg) = from {
+        let engine = [Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?];
+        cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &engine)?;
+        let notes = Notes::of(&engine[0])?;
+        if !accept(&notes) {
+            return Ok(None);
+        }
+        return plan_of(lib, handle, cfg, config, notes);
+    }
     let engine = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
     engine.set_descs(Attr::CUDNN_ATTR_ENGINE_OPERATION_GRAPH, &[&graph.graph])?;
     engine.set_i64s(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, &[config.index()])?;
@@ -642,6 +668,18 @@ pub(crate) fn build_plan(
         cfg.set_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &refs)?;
     }
     cfg.finalize(what)?;
+    plan_of(lib, handle, &cfg, config, notes)
+}
+
+/// The execution plan of a finalized engine configuration.
+fn plan_of(
+    lib: &'static CudnnLibrary,
+    handle: CudnnHandle,
+    cfg: &Desc,
+    config: EngineConfig,
+    notes: Notes,
+) -> Result<Option<Plan>> {
+    let what = || format!("building graph-API {config}");
     let plan = Desc::new(lib, Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
     // SAFETY: one cudnnHandle_t.
     unsafe {
@@ -652,7 +690,7 @@ pub(crate) fn build_plan(
             (&raw const handle).cast(),
         )
     }?;
-    plan.set_descs(Attr::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&cfg])?;
+    plan.set_descs(Attr::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg])?;
     plan.finalize(what)?;
     let workspace =
         usize::try_from(plan.get_i64(Attr::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?).unwrap_or(0);
