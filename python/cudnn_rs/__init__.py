@@ -81,6 +81,7 @@ from ._native import (  # noqa: E402
     supported_configurations,
     u8,
 )
+from ._arrays import conv_input_grad  # noqa: E402
 from ._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3  # noqa: E402
 
 _register_pip_cudnn()
@@ -138,6 +139,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "bf16",
+    "conv_input_grad",
     "convolution_backward_data",
     "cuda_available",
     "device_count",
