@@ -25,6 +25,7 @@ def _register_pip_cudnn() -> None:
 
 
 from . import _native  # noqa: E402
+from ._arrays import conv_input_grad  # noqa: E402
 from ._native import (  # noqa: E402
     BF16,
     BOUND_CUDNN_VERSION,
@@ -81,7 +82,6 @@ from ._native import (  # noqa: E402
     supported_configurations,
     u8,
 )
-from ._arrays import conv_input_grad  # noqa: E402
 from ._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3  # noqa: E402
 
 _register_pip_cudnn()

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from ._native import NHWC as _NHWC
+from ._native import Algorithm as _Algorithm
 from ._native import (
     ConvolutionDescriptor,
     ConvolutionMode,
@@ -30,8 +32,6 @@ from ._native import (
     f32,
     f64,
 )
-from ._native import NHWC as _NHWC
-from ._native import Algorithm as _Algorithm
 
 __all__ = ["conv_input_grad"]
 
