@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import TOLERANCE, assert_close, nonzero_values
+from helpers import assert_close, nonzero_values
 from numpy.typing import NDArray
 
 import cudnn_rs as cd
@@ -74,7 +74,7 @@ def test_channels_last_in_channels_last_out(
 
 
 def test_ints_and_tuples_mean_the_same(rng: np.random.Generator) -> None:
-    w, dy, x_shape, p, ref = _case(rng, CASES[0])
+    w, dy, x_shape, _p, ref = _case(rng, CASES[0])
     a = cd.conv_input_grad(x_shape, w, dy, 1, 1, 1, 1)
     b = cd.conv_input_grad(list(x_shape), w, dy, (1, 1), [1, 1], (1,), groups=1)
     assert_close(a, ref, "f64", "ints")
@@ -105,7 +105,7 @@ def test_out_is_written_and_returned(rng: np.random.Generator) -> None:
 def test_explicit_algorithm_and_handle(
     rng: np.random.Generator, cpu: cd.Handle
 ) -> None:
-    w, dy, x_shape, p, ref = _case(rng, CASES[0], "f32")
+    w, dy, x_shape, _p, ref = _case(rng, CASES[0], "f32")
     for algo in (cd.DataAlgo0(), cd.DataAlgo1(), cd.BestEngine()):
         gx = cd.conv_input_grad(x_shape, w, dy, 1, 1, algo=algo, handle=cpu)
         assert_close(gx, ref, "f32", f"algo={algo!r}")
@@ -116,7 +116,7 @@ def test_explicit_algorithm_and_handle(
 def test_cudnn_rs_operands_give_a_tensor(
     rng: np.random.Generator, cpu: cd.Handle
 ) -> None:
-    w, dy, x_shape, p, ref = _case(rng, CASES[0])
+    w, dy, x_shape, _p, ref = _case(rng, CASES[0])
     gx = cd.conv_input_grad(
         x_shape, cd.Filter.from_numpy(cpu, w), cd.Tensor.from_numpy(cpu, dy), 1, 1
     )
@@ -132,7 +132,7 @@ def test_jax_cpu_arrays_round_trip(rng: np.random.Generator) -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     jax.config.update("jax_enable_x64", True)
-    w, dy, x_shape, p, ref = _case(rng, CASES[0])
+    w, dy, x_shape, _p, ref = _case(rng, CASES[0])
     gx = cd.conv_input_grad(x_shape, jnp.asarray(w), jnp.asarray(dy), 1, 1)
     assert isinstance(gx, jax.Array)
     assert gx.dtype == jnp.float64
@@ -449,7 +449,7 @@ def test_info_reports_driver_cudnn_and_gpus() -> None:
         check=True,
     )
     out = res.stdout
-    assert "CUDA driver:" in out and "GPUs" in out or "GPU cuda:0" in out, out
+    assert ("CUDA driver:" in out and "GPUs" in out) or "GPU cuda:0" in out, out
     assert "cuDNN" in out
     if not cd.cuda_available():
         # No driver: say why, naming each library tried, each once.
@@ -466,6 +466,6 @@ def test_demo_on_the_cpu_claims_no_cudnn_version() -> None:
     res = subprocess.run(
         [sys.executable, "-m", "cudnn_rs", "demo"], capture_output=True, text=True
     )
-    device_line = next(l for l in res.stdout.splitlines() if l.startswith("device:"))
+    device_line = next(x for x in res.stdout.splitlines() if x.startswith("device:"))
     assert "cuDNN 9" not in device_line and "cpu" in device_line
     assert res.returncode == 0, res.stdout + res.stderr
