@@ -14,14 +14,8 @@ const REPR_CAP: usize = 80;
 /// dtype float32` for arrays, otherwise its repr cut to a few dozen characters.
 pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
     let ty = obj.get_type();
-    let module = ty
-        .module()
-        .map(|m| m.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let name = ty
-        .qualname()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
+    let module = ty.module().map_or_else(|_| "?".into(), |m| m.to_string());
+    let name = ty.qualname().map_or_else(|_| "?".into(), |n| n.to_string());
     let full = if module == "builtins" {
         name
     } else {

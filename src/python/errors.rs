@@ -173,7 +173,7 @@ fn compute_type_hint(u: &crate::error::UnsupportedConfiguration) -> String {
             &u.requested[..at],
             &rest[asked.len()..]
         );
-        if u.nearest.iter().any(|n| *n == swapped) {
+        if u.nearest.contains(&swapped) {
             return format!(
                 ". These data types run with compute type {name}: build the descriptor with ConvolutionDescriptor(..., comp_type=cd.{name})"
             );

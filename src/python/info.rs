@@ -48,22 +48,19 @@ pub(crate) fn _driver_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
             Err(e) => tried.push((name.to_string(), e.to_string())),
         }
     }
-    match &loaded {
-        Some((name, version)) => {
-            out.set_item("loaded", name)?;
-            out.set_item("version", *version)?;
-            out.set_item("error", None::<String>)?;
-        }
-        None => {
-            out.set_item("loaded", None::<String>)?;
-            out.set_item("version", None::<i32>)?;
-            let why = if driver_names().is_empty() {
-                "no CUDA driver exists for this platform".to_string()
-            } else {
-                "no NVIDIA driver library could be loaded".to_string()
-            };
-            out.set_item("error", why)?;
-        }
+    if let Some((name, version)) = &loaded {
+        out.set_item("loaded", name)?;
+        out.set_item("version", *version)?;
+        out.set_item("error", None::<String>)?;
+    } else {
+        out.set_item("loaded", None::<String>)?;
+        out.set_item("version", None::<i32>)?;
+        let why = if driver_names().is_empty() {
+            "no CUDA driver exists for this platform"
+        } else {
+            "no NVIDIA driver library could be loaded"
+        };
+        out.set_item("error", why)?;
     }
     out.set_item("tried", tried)?;
     Ok(out)
