@@ -26,6 +26,7 @@ def _register_pip_cudnn() -> None:
 
 
 from . import _native  # noqa: E402
+from ._arrays import conv_input_grad  # noqa: E402
 from ._native import (  # noqa: E402
     BF16,
     BOUND_CUDNN_VERSION,
@@ -144,6 +145,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "bf16",
+    "conv_input_grad",
     "convolution_backward_data",
     "cuda_available",
     "device_count",

@@ -94,8 +94,11 @@ def demo() -> int:
         ref_name = "NumPy reference"
         tol = 1e-5
     rel_err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
-    version = ".".join(map(str, handle.version()))
-    print(f"device:     {handle.device} (cuDNN {version})")
+    if on_gpu:
+        version = ".".join(map(str, handle.version()))
+        print(f"device:     {handle.device} (cuDNN {version})")
+    else:
+        print(f"device:     {handle.device} (the CPU reference device; cuDNN not used)")
     print(f"layer:      3x3 conv, x {x_shape}, w {w.shape}, dy {dy.shape}")
     print(f"format:     {fmt.name}, f32")
     algo = best.algo.name
@@ -109,6 +112,35 @@ def demo() -> int:
     return 0 if ok else 1
 
 
+def info() -> int:
+    """Prints the driver, where cuDNN was loaded from (or every place searched) and
+    the GPUs. Always exits 0: reporting what is missing is its job."""
+    print(
+        f"cudnn_rs {cd.__version__} (bindings written against cuDNN "
+        f"{'.'.join(map(str, cd.BOUND_CUDNN_VERSION))})"
+    )
+    driver = cd._native._driver_info()
+    if driver["loaded"] is not None:
+        v = driver["version"]
+        shown = f"{v // 1000}.{(v % 1000) // 10}" if isinstance(v, int) else "unknown"
+        print(f"CUDA driver: {driver['loaded']} (supports CUDA {shown})")
+    else:
+        print(f"CUDA driver: none ({driver['error']})")
+        for name, why in driver["tried"]:
+            print(f"  tried {name}: {why}")
+    lib = cd._native._cudnn_info()
+    if lib["origin"] is not None:
+        print(f"cuDNN {'.'.join(map(str, lib['version']))} from {lib['origin']}")
+    else:
+        print(f"cuDNN: not loaded: {lib['error']}")
+    gpus = cd._native._gpus()
+    if not gpus:
+        print("GPUs: none")
+    for ordinal, name, total in gpus:
+        print(f"GPU cuda:{ordinal}: {name}, {total / 2**30:.1f} GiB")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cudnn_rs")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -117,14 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
-    print(f"cudnn_rs {cd.__version__}; CUDA devices: {cd.device_count()}")
-    if cd.cuda_available():
-        try:
-            h = cd.Handle()
-            print(f"cuDNN {h.version()} from {cd._native._cudnn_origin()}")
-        except cd.CudnnRsError as err:
-            print(f"cuDNN unavailable: {err}")
-    return 0
+    return info()
 
 
 if __name__ == "__main__":

@@ -66,7 +66,11 @@ __all__ = [
     "WinogradNonFused",
     "Workspace",
     "_add_cudnn_search_dir",
+    "_convolution_backward_data_into",
+    "_cudnn_info",
     "_cudnn_origin",
+    "_driver_info",
+    "_gpus",
     "bf16",
     "convolution_backward_data",
     "cuda_available",
@@ -563,6 +567,12 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
         stream; -1: none) is made to wait, with an event, for our pending work.
         ``BufferError`` for ``copy=True``, another ``dl_device``, vectorised formats,
         and read-only memory asked for as DLPack 0.x."""
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> npt.NDArray[Any]:
+        """A copy in logical order (``np.asarray``) of an operand on the CPU device;
+        ``dtype`` converts it. A GPU operand raises ``TypeError`` (use
+        ``to_numpy()``); ``copy=False`` raises ``ValueError`` (a copy is needed)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(2, ordinal)`` (kDLCUDA) on a GPU, ``(1, 0)`` (kDLCPU) on the CPU device."""
     @property
@@ -809,6 +819,12 @@ class Filter(Generic[_DT, _FMT, _RANK]):
         stream; -1: none) is made to wait, with an event, for our pending work.
         ``BufferError`` for ``copy=True``, another ``dl_device``, vectorised formats,
         and read-only memory asked for as DLPack 0.x."""
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> npt.NDArray[Any]:
+        """A copy in logical order (``np.asarray``) of an operand on the CPU device;
+        ``dtype`` converts it. A GPU operand raises ``TypeError`` (use
+        ``to_numpy()``); ``copy=False`` raises ``ValueError`` (a copy is needed)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(2, ordinal)`` (kDLCUDA) on a GPU, ``(1, 0)`` (kDLCPU) on the CPU device."""
     @property
@@ -15038,6 +15054,29 @@ def _add_cudnn_search_dir(path: str | os.PathLike[str]) -> None:
 
 def _cudnn_origin() -> str | None:
     """Where cuDNN was loaded from, or None when it is not loaded (yet)."""
+
+def _driver_info() -> dict[str, Any]:
+    """The CUDA driver: ``loaded`` (library name or None), ``version``
+    (``cuDriverGetVersion``, or None), ``tried`` ([(name, why it did not load)]) and
+    ``error`` (why no driver loaded, or None). Each platform name is tried once."""
+
+def _cudnn_info() -> dict[str, Any]:
+    """cuDNN, loaded if it is not yet: ``origin``, ``version`` (major, minor, patch)
+    and ``error`` (every place searched, when it did not load)."""
+
+def _gpus() -> list[tuple[int, str, int]]:
+    """(ordinal, name, total bytes) of each CUDA device; empty without a driver."""
+
+def _convolution_backward_data_into(
+    handle: Handle,
+    w: Filter[Any, Any, Any],
+    dy: Tensor[Any, Any, Any],
+    conv: ConvolutionDescriptor[Any, Any],
+    dx: Tensor[Any, Any, Any],
+    algo: Algorithm | None = None,
+) -> None:
+    """The one-call API writing into ``dx``: same default algorithm choice, the
+    handle's cached workspace; every check runs before anything is written."""
 
 BOUND_CUDNN_VERSION: Final[tuple[int, int, int]]
 """The cuDNN version (major, minor, patch) the crate's bindings are written against."""

@@ -136,7 +136,10 @@ pub(crate) fn to_py(py: Python<'_>, err: Error) -> PyErr {
     };
     let msg = err.to_string();
     match err {
-        Error::Unsupported(_) => raise(py, &c.unsupported, msg),
+        Error::Unsupported(u) => {
+            let hint = compute_type_hint(&u);
+            raise(py, &c.unsupported, msg + &hint)
+        }
         Error::Shape(_) | Error::InvalidArgument(_) => raise(py, &c.shape, msg),
         Error::DeviceMismatch(_) => raise(py, &c.device_mismatch, msg),
         Error::Cuda(_) => raise(py, &c.cuda, msg),
@@ -151,6 +154,32 @@ pub(crate) fn to_py(py: Python<'_>, err: Error) -> PyErr {
         #[allow(unreachable_patterns)]
         _ => raise(py, &c.base, msg),
     }
+}
+
+/// When a supported row differs from the request only in its compute type, the
+/// argument that fixes it: `comp_type=cd.f64` (the descriptor's compute type).
+fn compute_type_hint(u: &crate::error::UnsupportedConfiguration) -> String {
+    let Some(at) = u.requested.find(", compute ") else {
+        return String::new();
+    };
+    let rest = &u.requested[at + ", compute ".len()..];
+    let asked = rest.split(',').next().unwrap_or_default();
+    for name in ["f64", "f32", "f16", "bf16"] {
+        if name == asked {
+            continue;
+        }
+        let swapped = format!(
+            "{}, compute {name}{}",
+            &u.requested[..at],
+            &rest[asked.len()..]
+        );
+        if u.nearest.contains(&swapped) {
+            return format!(
+                ". These data types run with compute type {name}: build the descriptor with ConvolutionDescriptor(..., comp_type=cd.{name})"
+            );
+        }
+    }
+    String::new()
 }
 
 /// `Result<T, Error>` to `PyResult<T>`.

@@ -7,11 +7,12 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+use super::args::{filter_arg, tensor_arg};
 use super::conv::PyConvolutionDescriptor;
 use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
 use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo, SelectedAlgo};
-use super::tensor::{PyFilter, PyTensor, Storage, TensorCore};
+use super::tensor::{PyTensor, Storage, TensorCore};
 use crate::context::{alloc_bytes, CudnnContext};
 use crate::convolution::BestHeuristic;
 use crate::error::{Error, Result};
@@ -120,18 +121,20 @@ impl Operands<'_> {
     }
 }
 
+/// The operands of a call, each checked to be a `Filter` / `Tensor` (a TypeError that
+/// says how to make one otherwise).
 fn operands<'a>(
-    w: &'a PyFilter,
-    dy: &'a PyTensor,
-    dx: &'a PyTensor,
+    w: &'a Bound<'_, PyAny>,
+    dy: &'a Bound<'_, PyAny>,
+    dx: &'a Bound<'_, PyAny>,
     conv: &PyConvolutionDescriptor,
-) -> Operands<'a> {
-    Operands {
-        w: &w.core,
-        dy: &dy.core,
-        dx: &dx.core,
+) -> PyResult<Operands<'a>> {
+    Ok(Operands {
+        w: &filter_arg(w, "w")?.core,
+        dy: &tensor_arg(dy, "dy")?.core,
+        dx: &tensor_arg(dx, "dx")?.core,
         conv: conv.raw(),
-    }
+    })
 }
 
 impl PyHandle {
@@ -475,13 +478,13 @@ impl PyHandle {
     fn get_convolution_backward_data_algorithm<'py>(
         &self,
         py: Python<'py>,
-        w: &Bound<'py, PyFilter>,
-        dy: &Bound<'py, PyTensor>,
-        dx: &Bound<'py, PyTensor>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
         deterministic: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let best = py
             .detach(|| self.heuristic(&ops, deterministic))
             .py_err(py)?;
@@ -496,15 +499,15 @@ impl PyHandle {
     fn find_convolution_backward_data_algorithm<'py>(
         &self,
         py: Python<'py>,
-        w: &Bound<'py, PyFilter>,
-        dy: &Bound<'py, PyTensor>,
-        dx: &Bound<'py, PyTensor>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
         max_workspace_bytes: Option<usize>,
         deterministic: bool,
         use_cache: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let found = py
             .detach(|| -> Result<Vec<BestHeuristic>> {
                 let key = super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic);
@@ -529,13 +532,13 @@ impl PyHandle {
     fn get_convolution_backward_data_engine<'py>(
         &self,
         py: Python<'py>,
-        w: &Bound<'py, PyFilter>,
-        dy: &Bound<'py, PyTensor>,
-        dx: &Bound<'py, PyTensor>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
         deterministic: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let engine = py
             .detach(|| -> Result<crate::convolution::Engine> {
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
@@ -559,12 +562,12 @@ impl PyHandle {
     fn get_convolution_backward_data_default<'py>(
         &self,
         py: Python<'py>,
-        w: &Bound<'py, PyFilter>,
-        dy: &Bound<'py, PyTensor>,
-        dx: &Bound<'py, PyTensor>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let engine = py
             .detach(|| -> Result<crate::convolution::Engine> {
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
@@ -594,9 +597,9 @@ impl PyHandle {
     fn find_convolution_backward_data_engine<'py>(
         &self,
         py: Python<'py>,
-        w: &Bound<'py, PyFilter>,
-        dy: &Bound<'py, PyTensor>,
-        dx: &Bound<'py, PyTensor>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
         max_workspace_bytes: Option<usize>,
         deterministic: bool,
@@ -621,7 +624,7 @@ impl PyHandle {
             })
             .transpose()?;
         let limit = limit.unwrap_or(usize::MAX);
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let found = py
             .detach(|| -> Result<Vec<crate::convolution::Engine>> {
                 let key = format!(
@@ -728,14 +731,14 @@ impl PyHandle {
     fn get_convolution_backward_data_workspace_size(
         &self,
         py: Python<'_>,
-        w: &Bound<'_, PyFilter>,
-        dy: &Bound<'_, PyTensor>,
-        dx: &Bound<'_, PyTensor>,
+        w: &Bound<'_, PyAny>,
+        dy: &Bound<'_, PyAny>,
+        dx: &Bound<'_, PyAny>,
         conv: &Bound<'_, PyConvolutionDescriptor>,
         algo: &Bound<'_, PyAny>,
     ) -> PyResult<Option<usize>> {
         let sel = selected_algo(algo)?;
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         py.detach(|| -> Result<Option<usize>> {
             self.check_devices(&[ops.w, ops.dy, ops.dx])?;
             let descs = ops.descs();
@@ -755,17 +758,17 @@ impl PyHandle {
         &self,
         py: Python<'_>,
         alpha: &Bound<'_, PyAny>,
-        w: &Bound<'_, PyFilter>,
-        dy: &Bound<'_, PyTensor>,
+        w: &Bound<'_, PyAny>,
+        dy: &Bound<'_, PyAny>,
         conv: &Bound<'_, PyConvolutionDescriptor>,
         algo: &Bound<'_, PyAny>,
         workspace: Option<&Bound<'_, PyWorkspace>>,
         beta: &Bound<'_, PyAny>,
-        dx: &Bound<'_, PyTensor>,
+        dx: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
         let sel = selected_algo(algo)?;
-        let ops = operands(w.get(), dy.get(), dx.get(), conv.get());
+        let ops = operands(w, dy, dx, conv.get())?;
         let ws = workspace.map(Bound::get);
         py.detach(|| self.run(alpha, &ops, &sel, ws, beta))
             .py_err(py)
@@ -985,8 +988,8 @@ impl PyWorkspace {
 pub(crate) fn convolution_backward_data<'py>(
     py: Python<'py>,
     handle: &Bound<'py, PyHandle>,
-    w: &Bound<'py, PyFilter>,
-    dy: &Bound<'py, PyTensor>,
+    w: &Bound<'py, PyAny>,
+    dy: &Bound<'py, PyAny>,
     conv: &Bound<'py, PyConvolutionDescriptor>,
     x_shape: &Bound<'py, PyAny>,
     algo: Option<&Bound<'py, PyAny>>,
@@ -998,7 +1001,9 @@ pub(crate) fn convolution_backward_data<'py>(
         .filter(|a| !a.is_none())
         .map(selected_algo)
         .transpose()?;
-    let dy_desc = &dy.get().core.desc;
+    let w_ref = filter_arg(w, "w")?;
+    let dy_ref = tensor_arg(dy, "dy")?;
+    let dy_desc = &dy_ref.core.desc;
     let dtype = dtype
         .map(super::markers::extract_dtype)
         .transpose()?
@@ -1026,8 +1031,6 @@ pub(crate) fn convolution_backward_data<'py>(
             .py_err(py)?;
     let h = handle.get();
     let dx_core = Arc::new(detach(py, || TensorCore::allocate(h, desc, None, false))?);
-    let w_ref = w.get();
-    let dy_ref = dy.get();
     let conv_ref = conv.get();
     py.detach(|| {
         let ops = Operands {
@@ -1040,6 +1043,29 @@ pub(crate) fn convolution_backward_data<'py>(
     })
     .py_err(py)?;
     Bound::new(py, PyTensor { core: dx_core })
+}
+
+/// The one-call API writing into a given `dx` (`conv_input_grad`'s `out` and framework
+/// outputs): the same default choice of algorithm and the handle's cached workspace;
+/// every check runs before anything is written.
+#[pyfunction]
+#[pyo3(signature = (handle, w, dy, conv, dx, algo = None))]
+pub(crate) fn _convolution_backward_data_into(
+    py: Python<'_>,
+    handle: &Bound<'_, PyHandle>,
+    w: &Bound<'_, PyAny>,
+    dy: &Bound<'_, PyAny>,
+    conv: &Bound<'_, PyConvolutionDescriptor>,
+    dx: &Bound<'_, PyAny>,
+    algo: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let sel = algo
+        .filter(|a| !a.is_none())
+        .map(selected_algo)
+        .transpose()?;
+    let ops = operands(w, dy, dx, conv.get())?;
+    let h = handle.get();
+    py.detach(|| h.one_call(&ops, sel.as_ref(), 1.0)).py_err(py)
 }
 
 /// All rows of the support table, `BestHeuristic` rows included, as tuples of names.

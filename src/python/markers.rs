@@ -125,7 +125,7 @@ pub(crate) fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected a cudnn_rs data type (cudnn_rs.f32, cudnn_rs.f16, ...), got {}",
-        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        super::args::describe(obj)
     )))
 }
 
@@ -251,7 +251,7 @@ pub(crate) fn extract_format(obj: &Bound<'_, PyAny>) -> PyResult<Format> {
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected a cudnn_rs format (cudnn_rs.NCHW, cudnn_rs.NHWC, ...), got {}",
-        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        super::args::describe(obj)
     )))
 }
 
@@ -688,6 +688,6 @@ pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected an algorithm (cudnn_rs.DataAlgo0(), ..., cudnn_rs.DefaultAlgo(), a \
          BestHeuristic or an Engine), got {}",
-        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        super::args::describe(obj)
     )))
 }

@@ -2,12 +2,14 @@
 //! generic Rust instance of each support-table row, maps errors, releases the GIL around
 //! device work. No cuDNN logic here.
 
+mod args;
 mod conv;
 mod dispatch;
 mod dlpack;
 mod errors;
 mod find_cache;
 mod handle;
+mod info;
 mod interop;
 mod markers;
 mod streams;
@@ -66,6 +68,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_add_cudnn_search_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_cudnn_origin, m)?)?;
+    m.add_function(wrap_pyfunction!(info::_driver_info, m)?)?;
+    m.add_function(wrap_pyfunction!(info::_cudnn_info, m)?)?;
+    m.add_function(wrap_pyfunction!(info::_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        handle::_convolution_backward_data_into,
+        m
+    )?)?;
     m.add("BOUND_CUDNN_VERSION", crate::library::BOUND_CUDNN_VERSION)?;
     Ok(())
 }

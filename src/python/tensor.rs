@@ -816,9 +816,45 @@ macro_rules! tensor_like {
                 format: Option<&Bound<'_, PyAny>>,
                 handle: Option<&Bound<'_, PyHandle>>,
             ) -> PyResult<Self> {
+                if obj.is_instance_of::<PyHandle>() {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(concat!(
+                        "from_dlpack takes the array first and the handle as a keyword: ",
+                        $pyname, ".from_dlpack(array, handle=h)"
+                    )));
+                }
                 let format = format.map(extract_format).transpose()?;
                 let core = super::interop::import(py, obj, format, handle.map(Bound::get), $role)?;
                 Ok(Self { core: Arc::new(core) })
+            }
+
+            /// A NumPy array (a copy, in logical order) of a CPU-device operand, for
+            /// `np.asarray`; a GPU operand raises a TypeError naming `to_numpy()`.
+            #[pyo3(signature = (dtype = None, copy = None))]
+            fn __array__<'py>(
+                &self,
+                py: Python<'py>,
+                dtype: Option<&Bound<'py, PyAny>>,
+                copy: Option<bool>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                if self.core.device != DeviceId::Cpu {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "this {} lives on {}: np.asarray would need a device-to-host copy; call .to_numpy() to copy it to the host, or use the GPU library's from_dlpack (torch.from_dlpack, cupy.from_dlpack) to share it without copying",
+                        $pyname, self.core.device
+                    )));
+                }
+                if copy == Some(false) {
+                    return Err(pyo3::exceptions::PyValueError::new_err(concat!(
+                        "a ", $pyname, " converts to NumPy only by copying (its memory is in the format's physical order); ",
+                        "use np.asarray(t) or np.from_dlpack(t) instead of copy=False"
+                    )));
+                }
+                let core = Arc::clone(&self.core);
+                let bytes = detach(py, move || core.to_host_bytes())?;
+                let arr = bytes_to_array(py, &self.core.desc, &bytes)?;
+                match dtype.filter(|d| !d.is_none()) {
+                    Some(d) => arr.call_method1("astype", (d,)),
+                    None => Ok(arr),
+                }
             }
 
             /// Exports the memory as a DLPack capsule (versioned when `max_version` is at

@@ -1,0 +1,475 @@
+"""Arrays in, arrays out: ``conv_input_grad``, the gradient of a convolution with
+respect to its input from framework arrays, in PyTorch's ``conv2d_input`` argument order.
+
+Nothing here imports an array library the caller did not use: an operand's library is
+told from its type's module name and taken from ``sys.modules`` (where it must already
+be, since the caller made the array).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from ._native import NHWC as _NHWC
+from ._native import Algorithm as _Algorithm
+from ._native import (
+    ConvolutionDescriptor,
+    ConvolutionMode,
+    DeviceMismatchError,
+    Filter,
+    Handle,
+    MathType,
+    ShapeError,
+    Tensor,
+    UnsupportedConfigurationError,
+    _convolution_backward_data_into,
+    bf16,
+    convolution_backward_data,
+    f16,
+    f32,
+    f64,
+)
+
+__all__ = ["conv_input_grad"]
+
+_A = TypeVar("_A")
+
+_FLOATS = (f32, f64, f16, bf16)
+_FLOAT_NAMES = "float32, float64, float16 or bfloat16"
+# Handles by (device ordinal, raw stream or None for the handle's own stream): a handle
+# per stream keeps concurrent callers on different streams apart, and its workspace
+# and plan caches warm. Bounded: the oldest entry goes first.
+_MAX_HANDLES = 32
+_handles: dict[tuple[int, int | None], Handle] = {}
+_cpu_handle: list[Handle] = []
+# ConvolutionDescriptors by (padding, stride, dilation, groups, mode, comp, math).
+_MAX_DESCRIPTORS = 256
+_descriptors: dict[tuple[Any, ...], ConvolutionDescriptor[Any, Any]] = {}
+_lock = threading.Lock()
+
+
+# ---------------------------------------------------------------- libraries
+
+
+def _library(obj: object) -> str:
+    """ "torch", "cupy", "jax", "numpy", "cudnn_rs" or "other", from the type alone."""
+    if isinstance(obj, (Tensor, Filter)):
+        return "cudnn_rs"
+    root = type(obj).__module__.partition(".")[0]
+    if root == "torch":
+        return "torch"
+    if root == "numpy" and type(obj).__name__ == "ndarray":
+        return "numpy"
+    if root == "cupy":
+        return "cupy"
+    if root in ("jax", "jaxlib"):
+        return "jax"
+    return "other"
+
+
+def _describe(obj: object) -> str:
+    t = type(obj)
+    name = (
+        t.__qualname__
+        if t.__module__ == "builtins"
+        else f"{t.__module__}.{t.__qualname__}"
+    )
+    shape = getattr(obj, "shape", None)
+    return f"{name} of shape {tuple(shape)}" if shape is not None else name
+
+
+def _device(obj: Any, lib: str, what: str) -> tuple[str, int]:
+    """("cpu", 0) or ("cuda", ordinal), read without moving or exporting anything."""
+    if lib == "torch":
+        dev = obj.device
+        if dev.type == "cuda":
+            return ("cuda", dev.index if dev.index is not None else 0)
+        if dev.type == "cpu":
+            return ("cpu", 0)
+        raise DeviceMismatchError(
+            f"{what} is a torch tensor on {dev}; conv_input_grad runs on CUDA GPUs and "
+            "the CPU: move it with .to('cuda') or .cpu()"
+        )
+    if lib == "numpy":
+        return ("cpu", 0)
+    probe = getattr(obj, "__dlpack_device__", None)
+    if probe is not None:
+        kind, ordinal = probe()
+        if kind == 1:
+            return ("cpu", 0)
+        if kind == 2:
+            return ("cuda", int(ordinal))
+        raise DeviceMismatchError(
+            f"{what} lives on DLPack device type {kind}; only CPU and CUDA memory work"
+        )
+    if hasattr(obj, "__cuda_array_interface__"):
+        return ("cuda", -1)  # the import asks the driver which device
+    raise TypeError(
+        f"{what} must be an array with __dlpack__ or __cuda_array_interface__ (PyTorch, "
+        f"CuPy, JAX, NumPy, cudnn_rs Tensor/Filter), got {_describe(obj)}"
+    )
+
+
+def _dev_name(dev: tuple[str, int]) -> str:
+    return "cpu" if dev[0] == "cpu" else f"cuda:{dev[1]}"
+
+
+# ---------------------------------------------------------------- handles and streams
+
+
+def _cpu() -> Handle:
+    if not _cpu_handle:
+        with _lock:
+            if not _cpu_handle:
+                _cpu_handle.append(Handle(device="cpu"))
+    return _cpu_handle[0]
+
+
+def _cuda_handle(ordinal: int, stream: Any | None, raw: int | None) -> Handle:
+    key = (ordinal, raw)
+    h = _handles.get(key)
+    if h is None:
+        with _lock:
+            h = _handles.get(key)
+            if h is None:
+                h = Handle(device=ordinal, stream=stream)
+                if len(_handles) >= _MAX_HANDLES:
+                    _handles.pop(next(iter(_handles)))
+                _handles[key] = h
+    return h
+
+
+def _producer_stream(obj: Any, lib: str, ordinal: int) -> tuple[Any | None, int | None]:
+    """The producer's current stream on the operand's device (object, raw address), so
+    that our work is queued behind the caller's; (None, None) for libraries without one
+    (JAX, cudnn_rs), which get the handle's own stream and event ordering."""
+    if lib == "torch":
+        torch = sys.modules["torch"]
+        s = torch.cuda.current_stream(ordinal)
+        return s, int(s.cuda_stream)
+    if lib == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(ordinal):
+            s = cupy.cuda.get_current_stream()
+        return s, int(s.ptr)
+    return None, None
+
+
+def _conv_descriptor(
+    spatial: int,
+    stride: int | Sequence[int],
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+    groups: int,
+    mode: ConvolutionMode,
+    comp: Any,
+    math: MathType,
+) -> ConvolutionDescriptor[Any, Any]:
+    key = (
+        spatial,
+        _key(stride),
+        _key(padding),
+        _key(dilation),
+        groups,
+        mode,
+        comp,
+        math,
+    )
+    conv = _descriptors.get(key)
+    if conv is None:
+        conv = ConvolutionDescriptor(
+            padding=_tuple(padding, spatial, "padding"),
+            stride=_tuple(stride, spatial, "stride"),
+            dilation=_tuple(dilation, spatial, "dilation"),
+            groups=_int(groups, "groups"),
+            mode=mode,
+            math_type=math,
+            comp_type=comp,
+        )
+        with _lock:
+            if len(_descriptors) >= _MAX_DESCRIPTORS:
+                _descriptors.pop(next(iter(_descriptors)))
+            _descriptors[key] = conv
+    return conv
+
+
+def _key(v: int | Sequence[int]) -> Any:
+    return v if isinstance(v, int) else tuple(v)
+
+
+def _int(v: object, name: str) -> int:
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError(f"{name} must be an int, got {_describe(v)}")
+    return int(v)  # type: ignore[call-overload]
+
+
+def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * n
+    try:
+        items = tuple(_int(x, name) for x in v)  # type: ignore[union-attr]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an int or a tuple of {n} ints, got {_describe(v)}"
+        ) from None
+    if len(items) == 1:
+        return items * n
+    if len(items) != n:
+        raise ShapeError(
+            f"{name} has {len(items)} values but the convolution has {n} spatial "
+            f"dimensions (arrays of rank {n + 2})"
+        )
+    return items
+
+
+# ---------------------------------------------------------------- import and output
+
+
+def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
+    """``obj`` as a cudnn_rs Filter/Tensor on ``h``'s device, without copying.
+
+    ``own_stream``: ``h`` runs on the producer's current stream, so no ordering is
+    needed (torch's export then skips its stream handshake and device check)."""
+    if isinstance(obj, cls):
+        return obj
+    if lib == "torch":
+        # Read without the autograd graph (torch refuses to export requires_grad).
+        t = obj.detach()
+        if not t.is_cuda:
+            return cls.from_dlpack(t.__dlpack__(), handle=h)
+        torch = sys.modules["torch"]
+        # torch exports CUDA memory only while its device is current; with our handle
+        # on torch's current stream, stream=-1 skips its (needless) handshake.
+        src = t.__dlpack__ if own_stream else None
+        if t.device.index == torch.cuda.current_device():
+            return cls.from_dlpack(src(stream=-1) if src else t, handle=h)
+        with torch.cuda.device(t.device):
+            return cls.from_dlpack(src(stream=-1) if src else t, handle=h)
+    return cls.from_dlpack(obj, handle=h)
+
+
+def _empty_like_layout(
+    lib: str, like: Any, shape: tuple[int, ...], channels_last: bool
+) -> Any:
+    """An uninitialised array of ``like``'s library, dtype and device, logical
+    ``shape``, channels-last in memory when asked."""
+    if lib == "torch":
+        torch = sys.modules["torch"]
+        fmt = torch.contiguous_format
+        if channels_last:
+            fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+        return torch.empty(
+            shape, dtype=like.dtype, device=like.device, memory_format=fmt
+        )
+    mod = sys.modules["cupy" if lib == "cupy" else "numpy"]
+    if not channels_last:
+        phys = shape
+    else:
+        phys = (shape[0], *shape[2:], shape[1])
+    if lib == "cupy":
+        with like.device:
+            arr = mod.empty(phys, dtype=like.dtype)
+    else:
+        arr = mod.empty(phys, dtype=like.dtype)
+    if channels_last:
+        nd = len(shape)
+        arr = arr.transpose(0, nd - 1, *range(1, nd - 1))
+    return arr
+
+
+def _check_out(
+    out: Any, lib: str, grad_output: Any, shape: tuple[int, ...], dy: Any
+) -> None:
+    """Everything about ``out`` that can be told before importing it."""
+    if out is grad_output:
+        raise ShapeError(
+            "out is grad_output: the result must not overwrite its input; pass a "
+            "separate array as out"
+        )
+    out_lib = _library(out)
+    if lib == "jax" or out_lib == "jax":
+        raise TypeError(
+            "out= cannot be a JAX array (JAX arrays are immutable); leave out=None and "
+            "use the returned array"
+        )
+    if out_lib != lib and not (lib == "other" and out_lib == "cudnn_rs"):
+        raise TypeError(
+            f"out must be an array of grad_output's library ({lib}), got {_describe(out)}"
+        )
+    if isinstance(out, Filter):
+        raise TypeError("out must be a cudnn_rs.Tensor, not a Filter")
+    out_shape = tuple(int(d) for d in out.shape)
+    if out_shape != shape:
+        raise ShapeError(
+            f"out has shape {out_shape} but the input gradient has shape {shape} "
+            "(input_shape)"
+        )
+
+
+def _check_out_imported(out_t: Any, dy: Any) -> None:
+    if out_t.dtype is not dy.dtype:
+        raise UnsupportedConfigurationError(
+            f"out has dtype {out_t.dtype.name} but grad_output has {dy.dtype.name}: "
+            "the input gradient has grad_output's dtype; pass an out of that dtype"
+        )
+    if out_t.device != dy.device:
+        raise DeviceMismatchError(
+            f"out lives on {out_t.device} but grad_output on {dy.device}; allocate out "
+            "on grad_output's device"
+        )
+
+
+def _export(lib: str, t: Any, like: Any) -> Any:
+    """A cudnn_rs Tensor as an array of ``lib`` (no copy)."""
+    if lib == "jax":
+        return sys.modules["jax"].dlpack.from_dlpack(t)
+    if lib == "torch":
+        return sys.modules["torch"].from_dlpack(t)
+    if lib == "cupy":
+        return sys.modules["cupy"].from_dlpack(t)
+    if lib == "numpy":
+        return sys.modules["numpy"].from_dlpack(t)
+    return t
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+def conv_input_grad(
+    input_shape: Sequence[int],
+    weight: Any,
+    grad_output: _A,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    *,
+    mode: ConvolutionMode = ConvolutionMode.CrossCorrelation,
+    algo: _Algorithm | None = None,
+    math: MathType | None = None,
+    handle: Handle | None = None,
+    out: _A | None = None,
+) -> _A:
+    """The gradient of ``conv2d``/``conv3d(input, weight, ...)`` with respect to
+    ``input`` (of shape ``input_shape``), given ``grad_output``: PyTorch's
+    ``torch.nn.grad.conv2d_input`` / ``conv3d_input``, for any array library.
+
+    ``weight`` (K, C/groups, *kernel) and ``grad_output`` (N, K, *spatial): PyTorch,
+    CuPy or JAX arrays, NumPy arrays, cudnn_rs ``Filter``/``Tensor``, or anything with
+    ``__dlpack__`` / ``__cuda_array_interface__``; the two may come from different
+    libraries but must live on one device. Rank 4 is a 2-d convolution, rank 5 a 3-d
+    one; ``stride``, ``padding`` and ``dilation`` are ints or tuples.
+
+    Returns an array of ``grad_output``'s library on its device (a cudnn_rs ``Tensor``
+    for cudnn_rs and unknown libraries), written without copies; or ``out``, filled in.
+    dtype and layout follow ``grad_output`` (channels-last strides give a channels-last
+    result); the compute type is f64 for f64 arrays, f32 otherwise. Operands must be
+    dense (contiguous or channels-last): others raise ``ShapeError`` naming the fix,
+    since a silent copy would hide its cost.
+
+    Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
+    device; CUDA arrays on a handle cached per device and stream, issuing to the
+    producer's current stream (PyTorch's ``torch.cuda.current_stream``, CuPy's current
+    stream), so the result is ordered with the caller's work without any host wait.
+    JAX and cudnn_rs operands use the handle's own stream, ordered by DLPack events.
+    ``handle``: run on this handle instead (on the operands' device, with its own
+    stream; the operands' producers order their work before it through DLPack).
+
+    ``math=None``: for PyTorch float32 input, ``torch.backends.cudnn.allow_tf32``
+    decides (True: ``MathType.Default``, which allows TF32; False: ``MathType.Fma``);
+    otherwise ``MathType.Default``. ``algo=None``: the library's default choice, as
+    the one-call ``convolution_backward_data``.
+
+    ``out``: an array of ``grad_output``'s library (not JAX), of shape
+    ``input_shape``, grad_output's dtype and device, dense, not overlapping the
+    inputs; checked before anything runs, and left untouched when the call fails.
+    """
+    lib = _library(grad_output)
+    wlib = _library(weight)
+    dev = _device(grad_output, lib, "grad_output")
+    wdev = _device(weight, wlib, "weight")
+    if dev != wdev and -1 not in (dev[1], wdev[1]):
+        raise DeviceMismatchError(
+            f"weight lives on {_dev_name(wdev)} but grad_output on {_dev_name(dev)}: "
+            f"put both on one device (e.g. weight.to(grad_output.device))"
+        )
+    ndim = len(grad_output.shape)  # type: ignore[attr-defined]
+    if ndim not in (4, 5):
+        raise ShapeError(
+            f"conv_input_grad computes 2-d and 3-d convolutions (arrays of rank 4 or 5); "
+            f"grad_output has rank {ndim} (shape {tuple(grad_output.shape)})"  # type: ignore[attr-defined]
+        )
+    try:
+        shape = tuple(_int(d, "input_shape") for d in input_shape)
+    except TypeError:
+        raise TypeError(
+            f"input_shape must be a sequence of ints, got {_describe(input_shape)}"
+        ) from None
+    if len(shape) != ndim:
+        raise ShapeError(
+            f"input_shape {shape} has {len(shape)} dimensions but grad_output has {ndim}"
+        )
+    if out is not None:
+        _check_out(out, lib, grad_output, shape, grad_output)
+
+    # The handle: explicit, the CPU device, or one cached per (GPU, producer stream).
+    own_stream = False
+    if handle is not None:
+        h = handle
+    elif dev[0] == "cpu":
+        h = _cpu()
+    elif dev[1] < 0:
+        h = _cuda_handle(0, None, None)
+    else:
+        stream, raw = _producer_stream(grad_output, lib, dev[1])
+        h = _cuda_handle(dev[1], stream, raw)
+        own_stream = raw is not None
+
+    dy = _import(grad_output, Tensor, lib, h, own_stream)
+    w = _import(weight, Filter, wlib, h, own_stream and wlib == lib)
+    dtype = dy.dtype
+    if dtype not in _FLOATS or w.dtype not in _FLOATS:
+        bad = dtype if dtype not in _FLOATS else w.dtype
+        raise UnsupportedConfigurationError(
+            f"conv_input_grad needs {_FLOAT_NAMES} arrays; got {bad.name} (cuDNN has no "
+            "integer backward-data convolution); convert with .astype(float32) / "
+            ".float()"
+        )
+    if w.dtype is not dtype:
+        raise UnsupportedConfigurationError(
+            f"weight is {w.dtype.name} but grad_output is {dtype.name}: convert one so "
+            "that both have the same dtype"
+        )
+    if w.ndim != ndim:
+        raise ShapeError(
+            f"weight has rank {w.ndim} but grad_output has rank {ndim}: a "
+            f"{ndim - 2}-d convolution takes a weight of shape (K, C/groups, "
+            f"{', '.join('k' * (ndim - 2))})"
+        )
+
+    comp = f64 if dtype is f64 else f32
+    if math is None:
+        math = MathType.Default
+        if lib == "torch" and dtype is f32:
+            torch = sys.modules["torch"]
+            if not torch.backends.cudnn.allow_tf32:
+                math = MathType.Fma
+    conv = _conv_descriptor(
+        ndim - 2, stride, padding, dilation, groups, mode, comp, math
+    )
+
+    if out is not None:
+        dx = _import(out, Tensor, lib if lib != "other" else "cudnn_rs", h, own_stream)
+        _check_out_imported(dx, dy)
+        _convolution_backward_data_into(h, w, dy, conv, dx, algo)
+        return out
+    if lib in ("torch", "cupy", "numpy"):
+        result = _empty_like_layout(lib, grad_output, shape, dy.format is _NHWC)
+        dx = _import(result, Tensor, lib, h, own_stream)
+        _convolution_backward_data_into(h, w, dy, conv, dx, algo)
+        return result  # type: ignore[no-any-return]
+    dx = convolution_backward_data(h, w, dy, conv, x_shape=shape, algo=algo)
+    return _export(lib, dx, grad_output)  # type: ignore[no-any-return]
