@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys::CUdeviceptr, CudaContext, CudaSlice, CudaStream};
 
+use crate::cache::BoundedCache;
 use crate::convolution::support::{self, SupportRow};
 use crate::convolution::{
     BestHeuristic, BwdDataAlgo, BwdDataGeometry, ConvolutionBwdDataAlgo, ConvolutionDescriptor,
@@ -128,7 +129,7 @@ pub struct CudnnContext {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     /// Workspace sizes already asked of cuDNN, so a repeated call asks no more.
-    workspace_sizes: std::cell::RefCell<Vec<(ProblemKey, Option<usize>)>>,
+    workspace_sizes: std::cell::RefCell<BoundedCache<ProblemKey, Option<usize>>>,
     /// Repeated calls captured as CUDA graphs (see `graph_cache`).
     graphs: std::cell::RefCell<crate::graph_cache::GraphCache<ProblemKey>>,
     /// Graph-API operation graphs, plans and `BestEngine` choices (see `engine`).
@@ -146,6 +147,7 @@ pub const DEFAULT_BENCHMARK_BUDGET: std::time::Duration = std::time::Duration::f
 
 /// An operation graph is fixed by the problem, the scaling factors and the alignment the
 /// addresses have.
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct GraphKey {
     problem: ProblemKey,
     scalars: (u64, u64),
@@ -160,47 +162,28 @@ impl GraphKey {
             align,
         }
     }
-
-    /// Compares with a call's problem in place (a lookup allocates nothing).
-    fn matches(&self, p: &RawProblem<'_>, alpha: f64, beta: f64, align: i64) -> bool {
-        self.scalars == (alpha.to_bits(), beta.to_bits())
-            && self.align == align
-            && self
-                .problem
-                .matches(p, Route::Engine(None), MathType::Default)
-    }
 }
 
-const ENGINE_CACHE_ENTRIES: usize = 64;
+/// A plan is the engine configuration built for one operation graph (by the graph's
+/// address: the entry keeps its graph alive, so no other graph can take that address).
+type PlanKey = (usize, EngineConfig);
 
-/// A plan is the engine configuration built for one operation graph.
-type PlanKey = (std::rc::Rc<OpGraph>, EngineConfig);
-
-/// What the graph-API path keeps per context, each list bounded (oldest out first).
+/// What the graph-API path keeps per context, each cache bounded.
 #[derive(Default)]
 struct EngineCache {
-    graphs: Vec<(GraphKey, std::rc::Rc<OpGraph>)>,
-    /// Plans by graph (identity: each entry keeps its graph alive, so no other graph can
-    /// take its address) and engine configuration.
-    plans: Vec<(PlanKey, std::rc::Rc<Plan>)>,
+    graphs: BoundedCache<GraphKey, std::rc::Rc<OpGraph>>,
+    plans: BoundedCache<PlanKey, (std::rc::Rc<OpGraph>, std::rc::Rc<Plan>)>,
     /// `BestEngine`'s choice per problem and math type.
-    choices: Vec<(ProblemKey, EngineConfig)>,
+    choices: BoundedCache<ProblemKey, EngineConfig>,
     /// `DefaultAlgo`'s untimed choice per problem and math type.
-    defaults: Vec<(ProblemKey, EngineConfig)>,
+    defaults: BoundedCache<ProblemKey, EngineConfig>,
     /// `DefaultAlgo`'s measured choice per problem and math type (benchmarking on).
-    measured: Vec<(ProblemKey, Engine)>,
-}
-
-fn bounded_push<T>(list: &mut Vec<T>, item: T) {
-    if list.len() >= ENGINE_CACHE_ENTRIES {
-        list.remove(0);
-    }
-    list.push(item);
+    measured: BoundedCache<ProblemKey, Engine>,
 }
 
 /// Everything a workspace size depends on, by value (descriptors may be dropped and
 /// their addresses reused, so their identity is no key).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ProblemKey {
     operands: [(crate::data_type::DType, crate::tensor::Format, Vec<usize>); 3],
     params: crate::convolution::ConvParams,
@@ -305,8 +288,6 @@ impl ProblemKey {
     }
 }
 
-const WORKSPACE_CACHE_ENTRIES: usize = 32;
-
 // SAFETY: cuDNN handles may move between threads; `CudnnContext` is not `Sync`, so no two
 // threads use the handle at once. The `Rc`s of the engine cache never leave the context
 // (a call clones one only for its own duration), so they move with it as a whole.
@@ -399,7 +380,7 @@ impl CudnnContext {
             lib,
             ctx,
             stream,
-            workspace_sizes: std::cell::RefCell::new(Vec::new()),
+            workspace_sizes: std::cell::RefCell::new(BoundedCache::default()),
             graphs: std::cell::RefCell::new(crate::graph_cache::GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),
             benchmark: std::cell::Cell::new(false),
@@ -522,9 +503,7 @@ impl CudnnContext {
         let Some(key) = ProblemKey::from_text(problem) else {
             return false;
         };
-        let mut cache = self.engines.borrow_mut();
-        cache.measured.retain(|(k, _)| *k != key);
-        bounded_push(&mut cache.measured, (key, engine));
+        self.engines.borrow_mut().measured.insert(key, engine);
         true
     }
 
@@ -533,32 +512,17 @@ impl CudnnContext {
     /// per problem and kept.
     fn default_config(&self, p: &RawProblem<'_>, math: MathType) -> Result<EngineConfig> {
         if self.benchmark.get() {
-            if let Some(e) = self
-                .engines
-                .borrow()
-                .measured
-                .iter()
-                .find(|(k, _)| k.matches(p, Route::Default, math))
-                .map(|(_, e)| *e)
-            {
+            let key = ProblemKey::new(p, Route::Default, math);
+            if let Some(e) = self.engines.borrow_mut().measured.get(&key) {
                 return Ok(e.config());
             }
             let best = self.measure_default(p, math)?;
-            bounded_push(
-                &mut self.engines.borrow_mut().measured,
-                (ProblemKey::new(p, Route::Default, math), best),
-            );
+            self.engines.borrow_mut().measured.insert(key, best);
             return Ok(best.config());
         }
-        if let Some(c) = self
-            .engines
-            .borrow()
-            .defaults
-            .iter()
-            .find(|(k, _)| k.matches(p, Route::Default, math))
-            .map(|(_, c)| *c)
-        {
-            return Ok(c);
+        let key = ProblemKey::new(p, Route::Default, math);
+        if let Some(c) = self.engines.borrow_mut().defaults.get(&key) {
+            return Ok(*c);
         }
         let canonical = self.engine_graph(p, 1.0, 0.0, 16)?;
         let accept = move |n: &engine::Notes| n.fit_default(math, false);
@@ -567,10 +531,7 @@ impl CudnnContext {
             .first()
             .map(|plan| plan.config)
             .ok_or_else(|| self.no_engine(p, false))?;
-        bounded_push(
-            &mut self.engines.borrow_mut().defaults,
-            (ProblemKey::new(p, Route::Default, math), best),
-        );
+        self.engines.borrow_mut().defaults.insert(key, best);
         Ok(best)
     }
 
@@ -612,11 +573,11 @@ impl CudnnContext {
         let config = self.default_config(&p, math)?;
         let measured = self
             .engines
-            .borrow()
+            .borrow_mut()
             .measured
-            .iter()
-            .find(|(k, e)| e.config() == config && k.matches(&p, Route::Default, math))
-            .map(|(_, e)| e.time());
+            .get(&ProblemKey::new(&p, Route::Default, math))
+            .filter(|e| e.config() == config && self.benchmark.get())
+            .map(Engine::time);
         let plan = self.engine_plan(&p, Some(config), math, 1.0, 0.0, 16)?;
         Ok(plan.engine().with_time(measured.unwrap_or(-1.0)))
     }
@@ -738,12 +699,8 @@ impl CudnnContext {
         math: MathType,
     ) -> Result<Option<usize>> {
         let route = self.resolve_route(&p, route, math)?;
-        if let Some((_, size)) = self
-            .workspace_sizes
-            .borrow()
-            .iter()
-            .find(|(k, _)| k.matches(&p, route, math))
-        {
+        let key = ProblemKey::new(&p, route, math);
+        if let Some(size) = self.workspace_sizes.borrow_mut().get(&key) {
             return Ok(*size);
         }
         let size = match route {
@@ -759,11 +716,7 @@ impl CudnnContext {
                 (plan.workspace > 0).then_some(plan.workspace)
             }
         };
-        let mut cache = self.workspace_sizes.borrow_mut();
-        if cache.len() >= WORKSPACE_CACHE_ENTRIES {
-            cache.remove(0);
-        }
-        cache.push((ProblemKey::new(&p, route, math), size));
+        self.workspace_sizes.borrow_mut().insert(key, size);
         Ok(size)
     }
 
@@ -776,13 +729,8 @@ impl CudnnContext {
         beta: f64,
         align: i64,
     ) -> Result<std::rc::Rc<OpGraph>> {
-        if let Some((_, g)) = self
-            .engines
-            .borrow()
-            .graphs
-            .iter()
-            .find(|(k, _)| k.matches(p, alpha, beta, align))
-        {
+        let key = GraphKey::new(p, alpha, beta, align);
+        if let Some(g) = self.engines.borrow_mut().graphs.get(&key) {
             return Ok(std::rc::Rc::clone(g));
         }
         self.bind()?;
@@ -794,13 +742,10 @@ impl CudnnContext {
             beta,
             align,
         )?);
-        bounded_push(
-            &mut self.engines.borrow_mut().graphs,
-            (
-                GraphKey::new(p, alpha, beta, align),
-                std::rc::Rc::clone(&graph),
-            ),
-        );
+        self.engines
+            .borrow_mut()
+            .graphs
+            .insert(key, std::rc::Rc::clone(&graph));
         Ok(graph)
     }
 
@@ -813,13 +758,8 @@ impl CudnnContext {
         from: Option<&engine::Desc>,
         accept: impl Fn(&engine::Notes) -> bool,
     ) -> Result<Option<std::rc::Rc<Plan>>> {
-        if let Some((_, plan)) = self
-            .engines
-            .borrow()
-            .plans
-            .iter()
-            .find(|((g, c), _)| *c == config && std::rc::Rc::ptr_eq(g, graph))
-        {
+        let key = (std::rc::Rc::as_ptr(graph) as usize, config);
+        if let Some((_, plan)) = self.engines.borrow_mut().plans.get(&key) {
             return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
         }
         let Some(plan) = engine::build_plan(self.lib, self.handle.0, graph, config, from, accept)?
@@ -827,13 +767,10 @@ impl CudnnContext {
             return Ok(None);
         };
         let plan = std::rc::Rc::new(plan);
-        bounded_push(
-            &mut self.engines.borrow_mut().plans,
-            (
-                (std::rc::Rc::clone(graph), config),
-                std::rc::Rc::clone(&plan),
-            ),
-        );
+        self.engines
+            .borrow_mut()
+            .plans
+            .insert(key, (std::rc::Rc::clone(graph), std::rc::Rc::clone(&plan)));
         Ok(Some(plan))
     }
 
@@ -910,13 +847,8 @@ impl CudnnContext {
                 .engine_config_plan(&graph, config, None, |_| true)?
                 .ok_or_else(|| self.no_engine(p, false));
         }
-        let chosen = self
-            .engines
-            .borrow()
-            .choices
-            .iter()
-            .find(|(k, _)| k.matches(p, Route::Engine(None), math))
-            .map(|(_, c)| *c);
+        let key = ProblemKey::new(p, Route::Engine(None), math);
+        let chosen = self.engines.borrow_mut().choices.get(&key).copied();
         let chosen = if let Some(c) = chosen {
             c
         } else {
@@ -931,10 +863,7 @@ impl CudnnContext {
                 .first()
                 .map(|plan| plan.config)
                 .ok_or_else(|| self.no_engine(p, false))?;
-            bounded_push(
-                &mut self.engines.borrow_mut().choices,
-                (ProblemKey::new(p, Route::Engine(None), math), best),
-            );
+            self.engines.borrow_mut().choices.insert(key, best);
             best
         };
         if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, None, |_| true) {

@@ -7,6 +7,7 @@
 //! ([`reference`]) computes the same operation on the host: it is the oracle for every
 //! GPU test and the device used where there is no GPU.
 
+pub mod cache;
 pub mod context;
 pub mod convolution;
 pub mod data_type;

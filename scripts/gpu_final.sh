@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# GPU verification in two calls of at most 10 minutes each (on the GPU machine, after
+# bench/gpu_run.sh staged .carry/ here):
+#   bash scripts/gpu_final.sh tests   # Rust GPU tests, pytest on the GPU, interop
+#   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
+# Logs, CSVs and tables under $OUT; each step has its own time limit.
+set -uo pipefail
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
+python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .carry/wheels/*.whl .carry/fe/*.whl 2>/dev/null \
+  || python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .carry/wheels/*.whl || exit 3
+export PYTHONPATH=/tmp/site
+pip_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+fail=0
+run() {
+  local name=$1 limit=$2; shift 2
+  echo "=== $name"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "    rc $rc"
+  [ $rc -eq 0 ] || fail=1
+  tail -n "${TAIL:-6}" "$out/$name.log" | sed 's/^/    /'
+}
+case "${1:-tests}" in
+tests)
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  ;;
+bench)
+  TAIL=14 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.5
+  TAIL=14 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.2
+  ;;
+esac
+exit $fail
