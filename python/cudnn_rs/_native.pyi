@@ -356,15 +356,15 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
     only at run time", which the general overloads of the backward-data calls accept.
     """
 
-    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
-    # matches no concrete array): the dtype is then known only at run time, not
-    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
-    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    # Arrays whose dtype is (partly) Any match the first overloads (bounded by
+    # X[Never], which no concrete array meets): the dtype is then known only at run
+    # time, not guessed. NumPy's typing makes float16 arrays float32 (and float64)
+    # arrays, int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[Never],
+        array: npt.NDArray[_AnyScalar],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]:
         """Copies a NumPy array (logical NCHW(D) order) to the handle's device.
@@ -377,70 +377,70 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.floating[Never]],
+        array: npt.NDArray[_AnyFloating],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.signedinteger[Never]],
+        array: npt.NDArray[_AnySigned],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.unsignedinteger[Never]],
+        array: npt.NDArray[_AnyUnsigned],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float16],
+        array: npt.NDArray[_Float16],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F16, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float32],
+        array: npt.NDArray[_Float32],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.float64],
+        array: npt.NDArray[_Float64],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int8],
+        array: npt.NDArray[_Int8],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I8, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int32],
+        array: npt.NDArray[_Int32],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.int64],
+        array: npt.NDArray[_Int64],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.uint8],
+        array: npt.NDArray[_UInt8],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[U8, _NewFMT, Any]: ...
     @overload
@@ -602,15 +602,15 @@ class Filter(Generic[_DT, _FMT, _RANK]):
     memory format. Same API as ``Tensor``; the type parameters are invariant.
     """
 
-    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
-    # matches no concrete array): the dtype is then known only at run time, not
-    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
-    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    # Arrays whose dtype is (partly) Any match the first overloads (bounded by
+    # X[Never], which no concrete array meets): the dtype is then known only at run
+    # time, not guessed. NumPy's typing makes float16 arrays float32 (and float64)
+    # arrays, int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[Never],
+        array: npt.NDArray[_AnyScalar],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]:
         """Copies a NumPy array (logical K, C/groups, R, S order) to the device.
@@ -623,70 +623,70 @@ class Filter(Generic[_DT, _FMT, _RANK]):
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.floating[Never]],
+        array: npt.NDArray[_AnyFloating],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.signedinteger[Never]],
+        array: npt.NDArray[_AnySigned],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.unsignedinteger[Never]],
+        array: npt.NDArray[_AnyUnsigned],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float16],
+        array: npt.NDArray[_Float16],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F16, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float32],
+        array: npt.NDArray[_Float32],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.float64],
+        array: npt.NDArray[_Float64],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int8],
+        array: npt.NDArray[_Int8],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I8, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int32],
+        array: npt.NDArray[_Int32],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.int64],
+        array: npt.NDArray[_Int64],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.uint8],
+        array: npt.NDArray[_UInt8],
         format: type[_NewFMT] | None = None,
     ) -> Filter[U8, _NewFMT, Any]: ...
     @overload
