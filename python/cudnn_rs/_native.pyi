@@ -341,6 +341,30 @@ _SP = TypeVar("_SP", bound=Spatial)
 _NewDT = TypeVar("_NewDT", bound=DType, default=F32)
 _NewFMT = TypeVar("_NewFMT", bound=Format, default=NCHW)
 
+# The generated overloads' formats: one overload covers every combination of the
+# two layouts of filter, dy and dx (constrained, so each is exactly NCHW or NHWC).
+_LayoutW = TypeVar("_LayoutW", NCHW, NHWC)
+_LayoutY = TypeVar("_LayoutY", NCHW, NHWC)
+_LayoutX = TypeVar("_LayoutX", NCHW, NHWC)
+
+# The array overloads of ``from_numpy`` take the array's scalar type as a type variable
+# bounded by the type they stand for, not the type itself: mypy types an inline
+# ``np.zeros(..., dtype=np.float32)`` in the context of each overload's parameter and
+# NumPy's stubs let that context choose the dtype, so a concrete parameter type would
+# make the first overload match every inline array. A variable leaves the argument's
+# own type to decide. ``X[Never]`` bounds match only arrays whose dtype is (partly) Any.
+_AnyScalar = TypeVar("_AnyScalar", bound=np.generic[Never])
+_AnyFloating = TypeVar("_AnyFloating", bound=np.floating[Never])
+_AnySigned = TypeVar("_AnySigned", bound=np.signedinteger[Never])
+_AnyUnsigned = TypeVar("_AnyUnsigned", bound=np.unsignedinteger[Never])
+_Float16 = TypeVar("_Float16", bound=np.float16)
+_Float32 = TypeVar("_Float32", bound=np.float32)
+_Float64 = TypeVar("_Float64", bound=np.float64)
+_Int8 = TypeVar("_Int8", bound=np.int8)
+_Int32 = TypeVar("_Int32", bound=np.int32)
+_Int64 = TypeVar("_Int64", bound=np.int64)
+_UInt8 = TypeVar("_UInt8", bound=np.uint8)
+
 _Shape4 = tuple[int, int, int, int]
 _Shape5 = tuple[int, int, int, int, int]
 
@@ -998,10 +1022,11 @@ class Handle:
         cuDNN version or GPU adds nothing and warns (``RuntimeWarning``)."""
     # BEGIN GENERATED OVERLOADS
     # Generated from the support table in src/convolution/support.rs by
-    # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:
-    # `CUDNN_RS_BLESS=1 cargo test --test stubs_generated` rewrites this block.
-    # One overload per table row (per configuration where no algorithm is passed),
-    # then general overloads for operands typed only as DType / Format.
+    # `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit by hand.
+    # Per group of lines that differ only in formats: one overload generic in the
+    # formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits;
+    # per line: one overload for the algorithms only it admits; then general
+    # overloads for operands typed only as DType / Format.
     @overload
     def get_convolution_backward_data_algorithm(
         self,
@@ -1288,9 +1313,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         deterministic: bool = False,
@@ -1298,8 +1323,8 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -1308,9 +1333,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         deterministic: bool = False,
@@ -1658,9 +1683,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -1670,8 +1695,8 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -1682,9 +1707,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -1694,9 +1719,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -1707,79 +1732,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         *,
         deterministic: bool = False,
@@ -1787,79 +1742,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -1867,79 +1752,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         deterministic: bool = False,
@@ -1947,79 +1762,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -2027,79 +1772,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2107,79 +1782,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         *,
         deterministic: bool = False,
@@ -2187,79 +1792,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2267,79 +1802,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         *,
         deterministic: bool = False,
@@ -2347,149 +1812,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2507,9 +1832,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         deterministic: bool = False,
@@ -2517,8 +1842,8 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -2527,9 +1852,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         deterministic: bool = False,
@@ -2537,9 +1862,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2556,107 +1881,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2668,107 +1895,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2780,107 +1909,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2892,107 +1923,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -3004,107 +1937,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3116,107 +1951,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3228,107 +1965,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3340,107 +1979,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3452,205 +1993,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3676,9 +2021,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -3690,8 +2035,8 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -3704,9 +2049,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -3718,11 +2063,11 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None:
         """Workspace bytes `algo` needs for these operands; None when it needs none
         (always None on the CPU device).
@@ -3734,70 +2079,12 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3806,61 +2093,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3869,187 +2102,16 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4058,61 +2120,7 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4121,214 +2129,16 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4337,79 +2147,12 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4418,61 +2161,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4481,7 +2170,34 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4489,494 +2205,17 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4985,61 +2224,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5048,61 +2233,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5111,187 +2242,16 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5300,61 +2260,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5363,43 +2269,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5408,178 +2278,16 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5588,61 +2296,7 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5651,205 +2305,16 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5858,61 +2323,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5921,43 +2332,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5966,7 +2341,25 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5974,422 +2367,17 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6398,52 +2386,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6452,43 +2395,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6497,178 +2404,7 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6682,17 +2418,17 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
@@ -6700,9 +2436,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         algo: Algorithm,
     ) -> int | None: ...
@@ -6710,13 +2446,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
     ) -> None:
         """`dx = alpha * dgrad(w, dy) + beta * dx` with algorithm `algo`; `workspace`
         holds at least `get_convolution_backward_data_workspace_size` bytes (None when
@@ -6729,7 +2465,12 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank4],
@@ -6741,163 +2482,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6909,7 +2494,7 @@ class Handle:
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6918,241 +2503,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -7161,7 +2518,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank4],
@@ -7173,79 +2530,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank4],
@@ -7254,277 +2539,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -7533,7 +2554,12 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -7545,175 +2571,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7725,7 +2583,43 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, _LayoutX, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7736,659 +2630,23 @@ class Handle:
         alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -8397,7 +2655,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank4],
@@ -8409,151 +2667,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -8565,7 +2679,7 @@ class Handle:
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -8574,241 +2688,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -8817,7 +2703,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank5],
@@ -8829,127 +2715,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -8961,7 +2727,7 @@ class Handle:
         w: Filter[F32, NHWC, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -8970,229 +2736,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -9201,7 +2751,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank5],
@@ -9213,79 +2763,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank5],
@@ -9294,265 +2772,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -9561,7 +2787,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -9573,127 +2799,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -9705,7 +2811,7 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -9714,565 +2820,49 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, _LayoutX, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -10281,7 +2871,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank5],
@@ -10293,115 +2883,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -10413,238 +2895,10 @@ class Handle:
         w: Filter[BF16, NHWC, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -10662,20 +2916,20 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     ) -> None: ...
     @overload
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
         workspace: Workspace | None,
@@ -10686,28 +2940,28 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         algo: Algorithm,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     ) -> None: ...
 
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
+    w: Filter[F32, _LayoutW, Rank4],
+    dy: Tensor[F32, _LayoutY, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]:
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F32, _LayoutY, Rank4]:
     """One call for people who just want `dx`: allocates it with shape `x_shape`
     (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's
     heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.
@@ -10716,11 +2970,24 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, _LayoutW, Rank4],
+    dy: Tensor[F32, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F32, _LayoutX, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F32, NCHW, Rank4],
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo0 | DataAlgo1 | Fft | FftTiling | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10733,176 +3000,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: Fft,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10915,7 +3013,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10924,263 +3022,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F64, _LayoutW, Rank4],
+    dy: Tensor[F64, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F64, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F64, _LayoutW, Rank4],
+    dy: Tensor[F64, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F64, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -11188,7 +3052,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11201,85 +3065,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11288,302 +3074,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -11591,7 +3104,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | Fft | FftTiling | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11604,189 +3117,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Fft,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11799,7 +3130,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11808,263 +3139,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -12072,7 +3169,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12085,163 +3182,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12254,7 +3195,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12263,263 +3204,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
+    w: Filter[BF16, _LayoutW, Rank4],
+    dy: Tensor[BF16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[BF16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
+    w: Filter[BF16, _LayoutW, Rank4],
+    dy: Tensor[BF16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[BF16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -12527,7 +3234,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12540,163 +3247,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12709,7 +3260,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12718,263 +3269,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F32, _LayoutW, Rank5],
+    dy: Tensor[F32, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
+    dtype: F32 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F32, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F32, _LayoutW, Rank5],
+    dy: Tensor[F32, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
+    dtype: F32 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F32, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -12982,7 +3299,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -12995,137 +3312,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -13138,7 +3325,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -13147,250 +3334,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F64, _LayoutW, Rank5],
+    dy: Tensor[F64, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F64, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F64, _LayoutW, Rank5],
+    dy: Tensor[F64, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F64, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -13398,7 +3364,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -13411,85 +3377,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -13498,289 +3386,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -13788,7 +3416,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13801,137 +3429,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13944,7 +3442,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13953,141 +3451,37 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
     w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -14097,218 +3491,10 @@ def convolution_backward_data(
 def convolution_backward_data(
     handle: Handle,
     w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -14317,250 +3503,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
+    w: Filter[BF16, _LayoutW, Rank5],
+    dy: Tensor[BF16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[BF16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
+    w: Filter[BF16, _LayoutW, Rank5],
+    dy: Tensor[BF16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[BF16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -14568,7 +3533,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -14581,124 +3546,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -14711,259 +3559,12 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -14980,7 +3581,7 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[Any, Any, Any],
+    w: Filter[_DT, Any, Any],
     dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     conv: ConvolutionDescriptor[Any, Any],
     x_shape: Sequence[int],
@@ -14993,8 +3594,8 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[Any, Any, Any],
-    dy: Tensor[Any, Any, Any],
+    w: Filter[_DT, Any, Any],
+    dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     conv: ConvolutionDescriptor[DType, Any],
     x_shape: Sequence[int],
     algo: Algorithm | None = None,
