@@ -4,8 +4,8 @@
 ``Tensor[F16, NHWC, Rank4]`` is a 4-d f16 tensor stored NHWC,
 ``ConvolutionDescriptor[F32, Spatial2]`` a 2-d convolution computing in f32. The
 constructors infer the parameters from their arguments, and the backward-data calls
-have one overload per row of the support table, so a type checker rejects a
-combination the table lacks. What is known only at run time (the dtype of an array of
+have overloads generated from the support table (one per line, the algorithm a union
+of those it admits), so a type checker rejects a combination the table lacks. What is known only at run time (the dtype of an array of
 unknown dtype, the length of a shape of unknown length) is typed as the base class
 (``DType``, ``Format``) or ``Any``; general overloads accept those operands, and the
 call checks them when it runs.
@@ -46,6 +46,7 @@ __all__ = [
     "DType",
     "DataAlgo0",
     "DataAlgo1",
+    "DefaultAlgo",
     "Determinism",
     "DeviceMemoryError",
     "DeviceMismatchError",
