@@ -4,8 +4,8 @@
 ``Tensor[F16, NHWC, Rank4]`` is a 4-d f16 tensor stored NHWC,
 ``ConvolutionDescriptor[F32, Spatial2]`` a 2-d convolution computing in f32. The
 constructors infer the parameters from their arguments, and the backward-data calls
-have one overload per row of the support table, so a type checker rejects a
-combination the table lacks. What is known only at run time (the dtype of an array of
+have overloads generated from the support table (one per line, the algorithm a union
+of those it admits), so a type checker rejects a combination the table lacks. What is known only at run time (the dtype of an array of
 unknown dtype, the length of a shape of unknown length) is typed as the base class
 (``DType``, ``Format``) or ``Any``; general overloads accept those operands, and the
 call checks them when it runs.
@@ -46,6 +46,7 @@ __all__ = [
     "DType",
     "DataAlgo0",
     "DataAlgo1",
+    "DefaultAlgo",
     "Determinism",
     "DeviceMemoryError",
     "DeviceMismatchError",
@@ -345,6 +346,30 @@ _SP = TypeVar("_SP", bound=Spatial)
 _NewDT = TypeVar("_NewDT", bound=DType, default=F32)
 _NewFMT = TypeVar("_NewFMT", bound=Format, default=NCHW)
 
+# The generated overloads' formats: one overload covers every combination of the
+# two layouts of filter, dy and dx (constrained, so each is exactly NCHW or NHWC).
+_LayoutW = TypeVar("_LayoutW", NCHW, NHWC)
+_LayoutY = TypeVar("_LayoutY", NCHW, NHWC)
+_LayoutX = TypeVar("_LayoutX", NCHW, NHWC)
+
+# The array overloads of ``from_numpy`` take the array's scalar type as a type variable
+# bounded by the type they stand for, not the type itself: mypy types an inline
+# ``np.zeros(..., dtype=np.float32)`` in the context of each overload's parameter and
+# NumPy's stubs let that context choose the dtype, so a concrete parameter type would
+# make the first overload match every inline array. A variable leaves the argument's
+# own type to decide. ``X[Never]`` bounds match only arrays whose dtype is (partly) Any.
+_AnyScalar = TypeVar("_AnyScalar", bound=np.generic[Never])
+_AnyFloating = TypeVar("_AnyFloating", bound=np.floating[Never])
+_AnySigned = TypeVar("_AnySigned", bound=np.signedinteger[Never])
+_AnyUnsigned = TypeVar("_AnyUnsigned", bound=np.unsignedinteger[Never])
+_Float16 = TypeVar("_Float16", bound=np.float16)
+_Float32 = TypeVar("_Float32", bound=np.float32)
+_Float64 = TypeVar("_Float64", bound=np.float64)
+_Int8 = TypeVar("_Int8", bound=np.int8)
+_Int32 = TypeVar("_Int32", bound=np.int32)
+_Int64 = TypeVar("_Int64", bound=np.int64)
+_UInt8 = TypeVar("_UInt8", bound=np.uint8)
+
 _Shape4 = tuple[int, int, int, int]
 _Shape5 = tuple[int, int, int, int, int]
 
@@ -360,15 +385,15 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
     only at run time", which the general overloads of the backward-data calls accept.
     """
 
-    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
-    # matches no concrete array): the dtype is then known only at run time, not
-    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
-    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    # Arrays whose dtype is (partly) Any match the first overloads (bounded by
+    # X[Never], which no concrete array meets): the dtype is then known only at run
+    # time, not guessed. NumPy's typing makes float16 arrays float32 (and float64)
+    # arrays, int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[Never],
+        array: npt.NDArray[_AnyScalar],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]:
         """Copies a NumPy array (logical NCHW(D) order) to the handle's device.
@@ -381,70 +406,70 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.floating[Never]],
+        array: npt.NDArray[_AnyFloating],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.signedinteger[Never]],
+        array: npt.NDArray[_AnySigned],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.unsignedinteger[Never]],
+        array: npt.NDArray[_AnyUnsigned],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float16],
+        array: npt.NDArray[_Float16],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F16, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float32],
+        array: npt.NDArray[_Float32],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.float64],
+        array: npt.NDArray[_Float64],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[F64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int8],
+        array: npt.NDArray[_Int8],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I8, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int32],
+        array: npt.NDArray[_Int32],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.int64],
+        array: npt.NDArray[_Int64],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[I64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.uint8],
+        array: npt.NDArray[_UInt8],
         format: type[_NewFMT] | None = None,
     ) -> Tensor[U8, _NewFMT, Any]: ...
     @overload
@@ -612,15 +637,15 @@ class Filter(Generic[_DT, _FMT, _RANK]):
     memory format. Same API as ``Tensor``; the type parameters are invariant.
     """
 
-    # Arrays whose dtype is (partly) Any match the first overloads (NDArray[Never]
-    # matches no concrete array): the dtype is then known only at run time, not
-    # guessed. NumPy's typing makes float16 arrays float32 (and float64) arrays,
-    # int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
+    # Arrays whose dtype is (partly) Any match the first overloads (bounded by
+    # X[Never], which no concrete array meets): the dtype is then known only at run
+    # time, not guessed. NumPy's typing makes float16 arrays float32 (and float64)
+    # arrays, int8 arrays int32 (and int64) arrays: narrowest first, hence the ignores.
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[Never],
+        array: npt.NDArray[_AnyScalar],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]:
         """Copies a NumPy array (logical K, C/groups, R, S order) to the device.
@@ -633,70 +658,70 @@ class Filter(Generic[_DT, _FMT, _RANK]):
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.floating[Never]],
+        array: npt.NDArray[_AnyFloating],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.signedinteger[Never]],
+        array: npt.NDArray[_AnySigned],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.unsignedinteger[Never]],
+        array: npt.NDArray[_AnyUnsigned],
         format: type[_NewFMT] | None = None,
     ) -> Filter[DType, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float16],
+        array: npt.NDArray[_Float16],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F16, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.float32],
+        array: npt.NDArray[_Float32],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.float64],
+        array: npt.NDArray[_Float64],
         format: type[_NewFMT] | None = None,
     ) -> Filter[F64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int8],
+        array: npt.NDArray[_Int8],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I8, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(  # type: ignore[overload-overlap]
         handle: Handle,
-        array: npt.NDArray[np.int32],
+        array: npt.NDArray[_Int32],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I32, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.int64],
+        array: npt.NDArray[_Int64],
         format: type[_NewFMT] | None = None,
     ) -> Filter[I64, _NewFMT, Any]: ...
     @overload
     @staticmethod
     def from_numpy(
         handle: Handle,
-        array: npt.NDArray[np.uint8],
+        array: npt.NDArray[_UInt8],
         format: type[_NewFMT] | None = None,
     ) -> Filter[U8, _NewFMT, Any]: ...
     @overload
@@ -1024,10 +1049,11 @@ class Handle:
         cuDNN version or GPU adds nothing and warns (``RuntimeWarning``)."""
     # BEGIN GENERATED OVERLOADS
     # Generated from the support table in src/convolution/support.rs by
-    # cudnn_rs::convolution::support::render_pyi_overloads(); do not edit by hand:
-    # `CUDNN_RS_BLESS=1 cargo test --test stubs_generated` rewrites this block.
-    # One overload per table row (per configuration where no algorithm is passed),
-    # then general overloads for operands typed only as DType / Format.
+    # `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit by hand.
+    # Per group of lines that differ only in formats: one overload generic in the
+    # formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits;
+    # per line: one overload for the algorithms only it admits; then general
+    # overloads for operands typed only as DType / Format.
     @overload
     def get_convolution_backward_data_algorithm(
         self,
@@ -1314,9 +1340,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         deterministic: bool = False,
@@ -1324,8 +1350,8 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -1334,9 +1360,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         deterministic: bool = False,
@@ -1684,9 +1710,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -1696,8 +1722,8 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -1708,9 +1734,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_algorithm(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -1720,9 +1746,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -1733,79 +1759,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         *,
         deterministic: bool = False,
@@ -1813,79 +1769,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -1893,79 +1779,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         deterministic: bool = False,
@@ -1973,79 +1789,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         deterministic: bool = False,
@@ -2053,79 +1799,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2133,79 +1809,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         *,
         deterministic: bool = False,
@@ -2213,79 +1819,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2293,79 +1829,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         *,
         deterministic: bool = False,
@@ -2373,149 +1839,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        deterministic: bool = False,
-    ) -> Engine: ...
-    @overload
-    def get_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         deterministic: bool = False,
@@ -2533,9 +1859,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         deterministic: bool = False,
@@ -2543,8 +1869,8 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -2553,9 +1879,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         deterministic: bool = False,
@@ -2563,9 +1889,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2582,107 +1908,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2694,107 +1922,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2806,107 +1936,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F16, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -2918,107 +1950,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
         *,
         max_workspace_bytes: int | None = None,
@@ -3030,107 +1964,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3142,107 +1978,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3254,107 +1992,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3366,107 +2006,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F16, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3478,205 +2020,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        *,
-        max_workspace_bytes: int | None = None,
-        deterministic: bool = False,
-        limit: int | None = None,
-        budget_ms: float | None = 10000.0,
-        use_cache: bool = True,
-    ) -> list[Engine]: ...
-    @overload
-    def find_convolution_backward_data_engine(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
         *,
         max_workspace_bytes: int | None = None,
@@ -3702,9 +2048,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -3716,8 +2062,8 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         *,
@@ -3730,9 +2076,9 @@ class Handle:
     @overload
     def find_convolution_backward_data_engine(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         *,
         max_workspace_bytes: int | None = None,
@@ -3744,11 +2090,11 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None:
         """Workspace bytes `algo` needs for these operands; None when it needs none
         (always None on the CPU device).
@@ -3760,70 +2106,12 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3832,61 +2120,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -3895,187 +2129,16 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank4],
         dx: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        dx: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        dx: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4084,61 +2147,7 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4147,214 +2156,16 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank4],
         dx: Tensor[F64, NHWC, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        dx: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        dx: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4363,79 +2174,12 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4444,61 +2188,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4507,7 +2197,34 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -4515,494 +2232,17 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         dx: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        dx: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        dx: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5011,61 +2251,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5074,61 +2260,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5137,187 +2269,16 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank4],
         dx: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        dx: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        dx: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        dx: Tensor[F32, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5326,61 +2287,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5389,43 +2296,7 @@ class Handle:
         dy: Tensor[F32, NCHW, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5434,178 +2305,16 @@ class Handle:
         dy: Tensor[F32, NHWC, Rank5],
         dx: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        dx: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        dx: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5614,61 +2323,7 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5677,205 +2332,16 @@ class Handle:
         dy: Tensor[F64, NCHW, Rank5],
         dx: Tensor[F64, NHWC, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        dx: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        dx: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5884,61 +2350,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5947,43 +2359,7 @@ class Handle:
         dy: Tensor[F16, NCHW, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -5992,7 +2368,25 @@ class Handle:
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6000,422 +2394,17 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         dx: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+    ) -> int | None: ...
+    @overload
+    def get_convolution_backward_data_workspace_size(
+        self,
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        dx: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        dx: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
+        algo: Engine | BestEngine | DefaultAlgo,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6424,52 +2413,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6478,43 +2422,7 @@ class Handle:
         dy: Tensor[BF16, NCHW, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6523,178 +2431,7 @@ class Handle:
         dy: Tensor[BF16, NHWC, Rank5],
         dx: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        dx: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-    ) -> int | None: ...
-    @overload
-    def get_convolution_backward_data_workspace_size(
-        self,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        dx: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo1 | BestHeuristic,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
@@ -6708,17 +2445,17 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
     ) -> int | None: ...
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         dx: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
@@ -6726,9 +2463,9 @@ class Handle:
     @overload
     def get_convolution_backward_data_workspace_size(
         self,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
-        dx: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         algo: Algorithm,
     ) -> int | None: ...
@@ -6736,13 +2473,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
+        w: Filter[F32, _LayoutW, Rank4],
+        dy: Tensor[F32, _LayoutY, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank4],
     ) -> None:
         """`dx = alpha * dgrad(w, dy) + beta * dx` with algorithm `algo`; `workspace`
         holds at least `get_convolution_backward_data_workspace_size` bytes (None when
@@ -6755,7 +2492,12 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank4],
@@ -6767,163 +2509,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank4],
         dy: Tensor[F32, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6935,7 +2521,7 @@ class Handle:
         w: Filter[F32, NHWC, Rank4],
         dy: Tensor[F32, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank4],
@@ -6944,241 +2530,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F64, _LayoutW, Rank4],
+        dy: Tensor[F64, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F64, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank4],
-        dy: Tensor[F32, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank4],
+        dx: Tensor[F64, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -7187,7 +2545,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank4],
@@ -7199,79 +2557,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank4],
         dy: Tensor[F64, NCHW, Rank4],
         conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank4],
@@ -7280,277 +2566,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F32, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank4],
-        dy: Tensor[F64, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F64, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank4],
+        dx: Tensor[F16, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -7559,7 +2581,12 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0
+        | DataAlgo1
+        | Fft
+        | FftTiling
+        | WinogradNonFused
+        | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank4],
@@ -7571,175 +2598,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank4],
         dy: Tensor[F16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Fft,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7751,7 +2610,43 @@ class Handle:
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, _LayoutW, Rank4],
+        dy: Tensor[F16, _LayoutY, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: Engine | BestEngine | DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, _LayoutX, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank4],
+        dy: Tensor[F16, NCHW, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank4],
@@ -7762,659 +2657,23 @@ class Handle:
         alpha: float,
         w: Filter[F16, NHWC, Rank4],
         dy: Tensor[F16, NHWC, Rank4],
+        conv: ConvolutionDescriptor[F16, Spatial2],
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank4],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, _LayoutW, Rank4],
+        dy: Tensor[BF16, _LayoutY, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank4],
-        dy: Tensor[F16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F16, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank4],
+        dx: Tensor[BF16, _LayoutX, Rank4],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -8423,7 +2682,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank4],
@@ -8435,151 +2694,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank4],
         dy: Tensor[BF16, NCHW, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: WinogradNonFused,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -8591,7 +2706,7 @@ class Handle:
         w: Filter[BF16, NHWC, Rank4],
         dy: Tensor[BF16, NHWC, Rank4],
         conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank4],
@@ -8600,241 +2715,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DataAlgo1,
+        w: Filter[F32, _LayoutW, Rank5],
+        dy: Tensor[F32, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NCHW, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank4],
-        dy: Tensor[BF16, NHWC, Rank4],
-        conv: ConvolutionDescriptor[F32, Spatial2],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank4],
+        dx: Tensor[F32, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -8843,7 +2730,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NCHW, Rank5],
@@ -8855,127 +2742,7 @@ class Handle:
         w: Filter[F32, NCHW, Rank5],
         dy: Tensor[F32, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -8987,7 +2754,7 @@ class Handle:
         w: Filter[F32, NHWC, Rank5],
         dy: Tensor[F32, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F32, NHWC, Rank5],
@@ -8996,229 +2763,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
+        w: Filter[F64, _LayoutW, Rank5],
+        dy: Tensor[F64, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F64, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NCHW, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F32, NHWC, Rank5],
-        dy: Tensor[F32, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F32, NCHW, Rank5],
+        dx: Tensor[F64, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -9227,7 +2778,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NCHW, Rank5],
@@ -9239,79 +2790,7 @@ class Handle:
         w: Filter[F64, NCHW, Rank5],
         dy: Tensor[F64, NCHW, Rank5],
         conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F64, NHWC, Rank5],
@@ -9320,265 +2799,13 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestHeuristic,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F32, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NCHW, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F64, NHWC, Rank5],
-        dy: Tensor[F64, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F64, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F64, NCHW, Rank5],
+        dx: Tensor[F16, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -9587,7 +2814,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NCHW, Rank5],
@@ -9599,127 +2826,7 @@ class Handle:
         w: Filter[F16, NCHW, Rank5],
         dy: Tensor[F16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: FftTiling,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -9731,7 +2838,7 @@ class Handle:
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[F16, NHWC, Rank5],
@@ -9740,565 +2847,49 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
+        w: Filter[F16, _LayoutW, Rank5],
+        dy: Tensor[F16, _LayoutY, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: Engine | BestEngine | DefaultAlgo,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, _LayoutX, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[F16, NCHW, Rank5],
+        dy: Tensor[F16, NCHW, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NCHW, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
         w: Filter[F16, NHWC, Rank5],
         dy: Tensor[F16, NHWC, Rank5],
+        conv: ConvolutionDescriptor[F16, Spatial3],
+        algo: DataAlgo1 | BestHeuristic,
+        workspace: Workspace | None,
+        beta: float,
+        dx: Tensor[F16, NHWC, Rank5],
+    ) -> None: ...
+    @overload
+    def convolution_backward_data(
+        self,
+        alpha: float,
+        w: Filter[BF16, _LayoutW, Rank5],
+        dy: Tensor[BF16, _LayoutY, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
+        algo: Engine | BestEngine | DefaultAlgo,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NCHW, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[F16, NHWC, Rank5],
-        dy: Tensor[F16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F16, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[F16, NCHW, Rank5],
+        dx: Tensor[BF16, _LayoutX, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -10307,7 +2898,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
+        algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NCHW, Rank5],
@@ -10319,115 +2910,7 @@ class Handle:
         w: Filter[BF16, NCHW, Rank5],
         dy: Tensor[BF16, NCHW, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo0,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
+        algo: DataAlgo0 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
@@ -10439,238 +2922,10 @@ class Handle:
         w: Filter[BF16, NHWC, Rank5],
         dy: Tensor[BF16, NHWC, Rank5],
         conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DataAlgo1,
+        algo: DataAlgo1 | BestHeuristic,
         workspace: Workspace | None,
         beta: float,
         dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestHeuristic,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NCHW, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NCHW, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NHWC, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: Engine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: BestEngine,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
-    ) -> None: ...
-    @overload
-    def convolution_backward_data(
-        self,
-        alpha: float,
-        w: Filter[BF16, NHWC, Rank5],
-        dy: Tensor[BF16, NHWC, Rank5],
-        conv: ConvolutionDescriptor[F32, Spatial3],
-        algo: DefaultAlgo,
-        workspace: Workspace | None,
-        beta: float,
-        dx: Tensor[BF16, NCHW, Rank5],
     ) -> None: ...
     @overload
     def convolution_backward_data(
@@ -10688,20 +2943,20 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
         dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     ) -> None: ...
     @overload
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[Any, Any],
         algo: Algorithm,
         workspace: Workspace | None,
@@ -10712,28 +2967,28 @@ class Handle:
     def convolution_backward_data(
         self,
         alpha: float,
-        w: Filter[Any, Any, Any],
-        dy: Tensor[Any, Any, Any],
+        w: Filter[_DT, Any, Any],
+        dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
         conv: ConvolutionDescriptor[DType, Any],
         algo: Algorithm,
         workspace: Workspace | None,
         beta: float,
-        dx: Tensor[Any, Any, Any],
+        dx: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     ) -> None: ...
 
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
+    w: Filter[F32, _LayoutW, Rank4],
+    dy: Tensor[F32, _LayoutY, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]:
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F32, _LayoutY, Rank4]:
     """One call for people who just want `dx`: allocates it with shape `x_shape`
     (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's
     heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.
@@ -10742,11 +2997,24 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
+    w: Filter[F32, _LayoutW, Rank4],
+    dy: Tensor[F32, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
+    x_shape: Sequence[int],
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
+    *,
+    alpha: float = 1.0,
+    dtype: F32 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F32, _LayoutX, Rank4]: ...
+@overload
+def convolution_backward_data(
+    handle: Handle,
     w: Filter[F32, NCHW, Rank4],
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo0 | DataAlgo1 | Fft | FftTiling | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10759,176 +3027,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: Fft,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10941,7 +3040,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -10950,263 +3049,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F64, _LayoutW, Rank4],
+    dy: Tensor[F64, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F64, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F64, _LayoutW, Rank4],
+    dy: Tensor[F64, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank4],
-    dy: Tensor[F32, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank4]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F64, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -11214,7 +3079,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11227,85 +3092,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank4],
     conv: ConvolutionDescriptor[F64, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -11314,302 +3101,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank4],
-    dy: Tensor[F64, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F64, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank4]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -11617,7 +3131,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | Fft | FftTiling | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11630,189 +3144,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Fft,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11825,7 +3157,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -11834,263 +3166,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F16, _LayoutW, Rank4],
+    dy: Tensor[F16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -12098,7 +3196,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12111,163 +3209,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12280,7 +3222,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F16, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -12289,263 +3231,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
+    w: Filter[BF16, _LayoutW, Rank4],
+    dy: Tensor[BF16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[BF16, _LayoutY, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
+    w: Filter[BF16, _LayoutW, Rank4],
+    dy: Tensor[BF16, _LayoutY, Rank4],
+    conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank4],
-    dy: Tensor[F16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F16, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank4]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[BF16, _LayoutX, Rank4]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -12553,7 +3261,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12566,163 +3274,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: WinogradNonFused,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | DataAlgo1 | WinogradNonFused | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12735,7 +3287,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank4],
     conv: ConvolutionDescriptor[F32, Spatial2],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -12744,263 +3296,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F32, _LayoutW, Rank5],
+    dy: Tensor[F32, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
+    dtype: F32 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F32, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
+    w: Filter[F32, _LayoutW, Rank5],
+    dy: Tensor[F32, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NCHW, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank4],
-    dy: Tensor[BF16, NHWC, Rank4],
-    conv: ConvolutionDescriptor[F32, Spatial2],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank4]: ...
+    dtype: F32 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F32, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -13008,7 +3326,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -13021,137 +3339,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -13164,7 +3352,7 @@ def convolution_backward_data(
     dy: Tensor[F32, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F32 | None = None,
@@ -13173,250 +3361,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F64, _LayoutW, Rank5],
+    dy: Tensor[F64, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F64, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F64, _LayoutW, Rank5],
+    dy: Tensor[F64, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NCHW, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NHWC],
-) -> Tensor[F32, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F32, NHWC, Rank5],
-    dy: Tensor[F32, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F32 | None = None,
-    format: type[NCHW],
-) -> Tensor[F32, NCHW, Rank5]: ...
+    dtype: F64 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F64, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -13424,7 +3391,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -13437,85 +3404,7 @@ def convolution_backward_data(
     dy: Tensor[F64, NCHW, Rank5],
     conv: ConvolutionDescriptor[F64, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F64 | None = None,
@@ -13524,289 +3413,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NCHW, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NHWC],
-) -> Tensor[F64, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F64, NHWC, Rank5],
-    dy: Tensor[F64, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F64, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F64 | None = None,
-    format: type[NCHW],
-) -> Tensor[F64, NCHW, Rank5]: ...
+    dtype: F16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -13814,7 +3443,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | FftTiling | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13827,137 +3456,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: FftTiling,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13970,7 +3469,7 @@ def convolution_backward_data(
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -13979,141 +3478,37 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    format: type[_LayoutY] | None = None,
+) -> Tensor[F16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    w: Filter[F16, _LayoutW, Rank5],
+    dy: Tensor[F16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    format: type[_LayoutX],
+) -> Tensor[F16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
     w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
+    conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -14123,218 +3518,10 @@ def convolution_backward_data(
 def convolution_backward_data(
     handle: Handle,
     w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
     dy: Tensor[F16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F16, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: F16 | None = None,
@@ -14343,250 +3530,29 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
+    w: Filter[BF16, _LayoutW, Rank5],
+    dy: Tensor[BF16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: BestHeuristic,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutY] | None = None,
+) -> Tensor[BF16, _LayoutY, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
+    w: Filter[BF16, _LayoutW, Rank5],
+    dy: Tensor[BF16, _LayoutY, Rank5],
+    conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: Engine,
+    algo: Engine | BestEngine | DefaultAlgo | None = None,
     *,
     alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NCHW, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NHWC],
-) -> Tensor[F16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[F16, NHWC, Rank5],
-    dy: Tensor[F16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F16, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: F16 | None = None,
-    format: type[NCHW],
-) -> Tensor[F16, NCHW, Rank5]: ...
+    dtype: BF16 | None = None,
+    format: type[_LayoutX],
+) -> Tensor[BF16, _LayoutX, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -14594,7 +3560,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo0,
+    algo: DataAlgo0 | DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -14607,124 +3573,7 @@ def convolution_backward_data(
     dy: Tensor[BF16, NCHW, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DataAlgo0,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
+    algo: DataAlgo0 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
@@ -14737,259 +3586,12 @@ def convolution_backward_data(
     dy: Tensor[BF16, NHWC, Rank5],
     conv: ConvolutionDescriptor[F32, Spatial3],
     x_shape: Sequence[int],
-    algo: DataAlgo1,
+    algo: DataAlgo1 | BestHeuristic,
     *,
     alpha: float = 1.0,
     dtype: BF16 | None = None,
     format: type[NHWC] | None = None,
 ) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestHeuristic,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NCHW, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC] | None = None,
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW] | None = None,
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NCHW, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NHWC],
-) -> Tensor[BF16, NHWC, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: Engine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: BestEngine,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
-@overload
-def convolution_backward_data(
-    handle: Handle,
-    w: Filter[BF16, NHWC, Rank5],
-    dy: Tensor[BF16, NHWC, Rank5],
-    conv: ConvolutionDescriptor[F32, Spatial3],
-    x_shape: Sequence[int],
-    algo: DefaultAlgo | None = None,
-    *,
-    alpha: float = 1.0,
-    dtype: BF16 | None = None,
-    format: type[NCHW],
-) -> Tensor[BF16, NCHW, Rank5]: ...
 @overload
 def convolution_backward_data(
     handle: Handle,
@@ -15006,7 +3608,7 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[Any, Any, Any],
+    w: Filter[_DT, Any, Any],
     dy: Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     conv: ConvolutionDescriptor[Any, Any],
     x_shape: Sequence[int],
@@ -15019,8 +3621,8 @@ def convolution_backward_data(
 @overload
 def convolution_backward_data(
     handle: Handle,
-    w: Filter[Any, Any, Any],
-    dy: Tensor[Any, Any, Any],
+    w: Filter[_DT, Any, Any],
+    dy: Tensor[_DT, Any, Any] | Tensor[DType, Any, Any] | Tensor[Any, Format, Any],
     conv: ConvolutionDescriptor[DType, Any],
     x_shape: Sequence[int],
     algo: Algorithm | None = None,

@@ -322,6 +322,19 @@ def test_no_errors_outside_the_snippets(
     assert not elsewhere, "errors outside the snippets:\n" + "\n".join(elsewhere)
 
 
+def test_misuse_names_the_wrong_operand(
+    mypy_report: Report, pyright_report: Report
+) -> None:
+    """A filter of the wrong data type is reported as such, briefly: the general
+    overloads (operands known only at run time) must not look like a closer match
+    whose only fault is a later operand."""
+    name = "fail_filter_dtype.py"
+    mypy = mypy_report.messages.get(name, [])
+    assert len(mypy) == 1 and '"Filter[F64, NCHW, Rank4]"' in mypy[0], mypy
+    pyright = "\n".join(pyright_report.messages.get(name, []))
+    assert 'parameter "w"' in pyright and 'parameter "dx"' not in pyright, pyright
+
+
 def test_readme_example_is_the_pass_snippet() -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README.md has no python example"

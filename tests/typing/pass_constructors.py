@@ -53,6 +53,13 @@ def from_numpy(
     assert_type(cd.Filter.from_numpy(h, a64), cd.Filter[cd.F64, cd.NCHW, Any])
     assert_type(cd.Filter.from_numpy(h, i32), cd.Filter[cd.I32, cd.NCHW, Any])
     assert_type(cd.Tensor.from_numpy(h, u8), cd.Tensor[cd.U8, cd.NCHW, Any])
+    # arrays made in the call keep their dtype (mypy types them in each overload's
+    # context: the stub must not let that context pick the dtype)
+    inline = cd.Tensor.from_numpy(h, np.zeros((2, 4, 8, 8), dtype=np.float32))
+    assert_type(inline, cd.Tensor[cd.F32, cd.NCHW, Any])
+    half = cd.Filter.from_numpy(h, np.ones((8, 4, 3, 3), dtype=np.float16), cd.NHWC)
+    assert_type(half, cd.Filter[cd.F16, cd.NHWC, Any])
+    assert_type(cd.Tensor.from_numpy(h, np.zeros(4)), cd.Tensor[cd.F64, cd.NCHW, Any])
     # the dtype is known only at run time: the base class, never a false error
     unknown = cd.Tensor.from_numpy(h, generic, format=cd.NCHW)
     assert_type(unknown, cd.Tensor[cd.DType, cd.NCHW, Any])
