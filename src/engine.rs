@@ -20,7 +20,6 @@ use cudarc::cudnn::sys::{
     cudnnConvolutionMode_t,
 };
 
-use crate::context::{RawPointers, RawProblem};
 use crate::convolution::convolution_algo::MAX_KNOBS;
 use crate::convolution::{ConvolutionMode, Engine, EngineConfig};
 use crate::data_type::DType;
@@ -28,6 +27,7 @@ use crate::determinism::Determinism;
 use crate::error::{CudnnError, Error, Result};
 use crate::library::CudnnLibrary;
 use crate::math_type::MathType;
+use crate::problem::{RawPointers, RawProblem};
 use crate::sys::{BackendDesc, CudnnHandle};
 use crate::tensor::Format;
 

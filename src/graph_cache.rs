@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use crate::context::RawPointers;
+use crate::problem::RawPointers;
 
 /// What makes two calls the same call: the problem (by value), algorithm, math type,
 /// addresses and scalar bits.

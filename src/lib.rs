@@ -17,6 +17,7 @@ pub mod error;
 pub mod library;
 pub mod math_type;
 pub mod memory;
+pub mod problem;
 pub mod reference;
 pub mod sys;
 pub mod tensor;

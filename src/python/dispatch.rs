@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::markers::SelectedAlgo;
-use crate::context::{CudnnContext, RawProblem};
+use crate::context::CudnnContext;
 use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
@@ -18,6 +18,7 @@ use crate::convolution::{
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
 use crate::memory::BorrowedDeviceBuffer;
+use crate::problem::RawProblem;
 use crate::reference::RefElement;
 use crate::tensor::{
     RawDescriptor, SupportedType, Tensor, TensorDescriptor, TensorFormat, NCHW, NHWC,

@@ -1,13 +1,13 @@
 //! The CPU device: the same typed backward-data call as `CudnnContext`, over host memory,
 //! bound by the same support table.
 
-use crate::context::RawProblem;
 use crate::convolution::{
     BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, Filter, SupportedConvBwdData,
 };
 use crate::data_type::DataType;
 use crate::error::Result;
 use crate::memory::{HostBuffer, HostBufferMut};
+use crate::problem::RawProblem;
 use crate::tensor::{SupportedType, Tensor};
 
 use super::RefElement;
