@@ -50,6 +50,9 @@ pub struct CudnnContext {
     last_find: std::cell::Cell<(usize, usize)>,
 }
 
+/// Calls timed back to back per trial when measuring engines.
+const CALLS_PER_TRIAL: usize = 5;
+
 /// The default time budget of one measurement (see [`CudnnContext::set_benchmark_budget`]).
 pub const DEFAULT_BENCHMARK_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -499,6 +502,8 @@ impl CudnnContext {
         route: Route,
         math: MathType,
     ) -> Result<Option<usize>> {
+        // Shapes first: a graph built from shapes that do not fit is a cuDNN BAD_PARAM.
+        p.geometry()?;
         let route = self.resolve_route(&p, route, math)?;
         let key = ProblemKey::new(&p, route, math);
         if let Some(size) = self.workspace_sizes.borrow_mut().get(&key) {
@@ -704,7 +709,7 @@ impl CudnnContext {
     /// every other engine (those that fit the descriptor's math type, `deterministic_only`
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
-    /// inputs (one warm-up run, then the best of three; an engine ten times slower than
+    /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten times slower than
     /// the fastest so far on its warm-up is not run again), writing into a scratch `dx`.
     /// Fastest first.
     ///
@@ -790,7 +795,7 @@ impl CudnnContext {
 
     /// Builds up to `limit` of the engines `sources` list (in their order) that pass
     /// `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up,
-    /// then the best of three) into a scratch `dx`, until `budget` runs out; fastest
+    /// then the best of three trials of five calls) into a scratch `dx`, until `budget` runs out; fastest
     /// first. Records `(timed, left out)` for [`Self::last_find_report`].
     ///
     /// # Safety
@@ -862,18 +867,29 @@ impl CudnnContext {
             };
             timed += 1;
             let mut best = f32::INFINITY;
+            // A warm-up call, then three trials of CALLS_PER_TRIAL calls back to back (a
+            // single call of a small problem is within the timer's noise): the best
+            // trial's mean.
             for run in 0..4 {
+                let calls = if run == 0 { 1 } else { CALLS_PER_TRIAL };
                 start.record(&self.stream)?;
-                // SAFETY: w and dy per the caller; dx and the workspace were allocated
-                // above with the sizes the graph and this plan need.
-                let code = unsafe { engine::execute(self.lib, self.handle.0, &plan, &ptrs)? };
+                let mut code = 0;
+                for _ in 0..calls {
+                    // SAFETY: w and dy per the caller; dx and the workspace were allocated
+                    // above with the sizes the graph and this plan need.
+                    code = unsafe { engine::execute(self.lib, self.handle.0, &plan, &ptrs)? };
+                    if code != 0 {
+                        break;
+                    }
+                }
                 end.record(&self.stream)?;
                 if code != 0 {
                     best = f32::INFINITY;
                     break;
                 }
                 end.synchronize()?;
-                let ms = start.elapsed_ms(&end)?;
+                #[allow(clippy::cast_precision_loss)] // a handful of calls
+                let ms = start.elapsed_ms(&end)? / calls as f32;
                 if run > 0 {
                     best = best.min(ms);
                 } else if ms > 10.0 * fastest {

@@ -242,6 +242,9 @@ impl PyHandle {
     /// algorithm), the handle's cached workspace grown as needed.
     fn one_call(&self, ops: &Operands<'_>, sel: Option<&SelectedAlgo>, alpha: f64) -> Result<()> {
         let sel = sel.copied().unwrap_or_else(SelectedAlgo::default_choice);
+        // Table, ranks and shapes before anything is planned, allocated or written.
+        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+        ops.descs().problem().validate(sel.kind)?;
         match self.inner.device {
             DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
             DeviceId::Cuda(_) => {
@@ -589,7 +592,7 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (best of three runs after a warm-up) into a scratch `dx`, and returns
+    /// times each (best of three trials of five calls after a warm-up) into a scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).
     #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, limit = None, budget_ms = 10000.0, use_cache = true))]
