@@ -3,6 +3,7 @@
 # bench/gpu_run.sh staged .carry/ here):
 #   bash scripts/gpu_final.sh tests   # Rust GPU tests, pytest on the GPU, interop
 #   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
+#   bash scripts/gpu_final.sh all     # pytest on the GPU, then both benchmarks, shorter
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -31,6 +32,11 @@ tests)
 bench)
   TAIL=14 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.5
   TAIL=14 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.2
+  ;;
+all)
+  TAIL=6 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.6
+  TAIL=14 run broad 230 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.3
   ;;
 esac
 exit $fail
