@@ -1,0 +1,126 @@
+"""Host cost per call of the paths a PyTorch user takes, broken down (GPU machine).
+
+Each line: microseconds per iteration of a Python loop (N iterations, one synchronise at
+the end), on a tiny problem (1x4x8x8, 3x3: the GPU work is a few microseconds, so the
+loop measures the host) and on a ResNet-50 layer (32x256x14x14, 3x3, f16 channels-last).
+
+Usage: python bench/host_overhead.py [N]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+import cudnn_rs as cd
+
+
+def per_iter_us(f, n: int) -> float:
+    for _ in range(50):
+        f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        f()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def case(label: str, shape, wshape, dtype, mf, n: int) -> None:
+    x = torch.randn(shape, device="cuda", dtype=dtype).to(memory_format=mf)
+    w = torch.randn(wshape, device="cuda", dtype=dtype).to(memory_format=mf)
+    dy = torch.randn_like(torch.nn.functional.conv2d(x, w, None, 1, 1)).to(
+        memory_format=mf
+    )
+    fmt = cd.NHWC if mf == torch.channels_last else cd.NCHW
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    algo = cd.DefaultAlgo()
+    wt = cd.Filter.from_dlpack(w, format=fmt)
+    dyt = cd.Tensor.from_dlpack(dy, format=fmt)
+    dx = torch.empty_like(x, memory_format=mf)
+    dxt = cd.Tensor.from_dlpack(dx, format=fmt)
+    size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, algo)
+    ws = cd.Workspace(h, size) if size else None
+
+    def explicit() -> None:
+        h.convolution_backward_data(1.0, wt, dyt, conv, algo, ws, 0.0, dxt)
+
+    def workspace_query() -> None:
+        h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, algo)
+
+    def imports() -> None:
+        cd.Filter.from_dlpack(w, format=fmt, handle=h)
+        cd.Tensor.from_dlpack(dy, format=fmt, handle=h)
+        cd.Tensor.from_dlpack(
+            torch.empty_like(x, memory_format=mf), format=fmt, handle=h
+        )
+
+    def fresh_explicit() -> None:
+        d = torch.empty_like(x, memory_format=mf)
+        a = cd.Filter.from_dlpack(w, format=fmt, handle=h)
+        b = cd.Tensor.from_dlpack(dy, format=fmt, handle=h)
+        c = cd.Tensor.from_dlpack(d, format=fmt, handle=h)
+        s = h.get_convolution_backward_data_workspace_size(a, b, c, conv, algo)
+        h.convolution_backward_data(1.0, a, b, conv, algo, ws if s else None, 0.0, c)
+
+    def one_call() -> None:
+        cd.convolution_backward_data(h, wt, dyt, conv, tuple(x.shape))
+
+    def input_grad() -> None:
+        cd.conv_input_grad(tuple(x.shape), w, dy, 1, 1)
+
+    def torch_dgrad() -> None:
+        torch.ops.aten.convolution_backward(
+            dy,
+            x,
+            w,
+            None,
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [True, False, False],
+        )
+
+    for name, f in [
+        ("torch dgrad (aten.convolution_backward)", torch_dgrad),
+        ("explicit DefaultAlgo, same operands", explicit),
+        ("workspace-size query", workspace_query),
+        ("3 x from_dlpack (+ torch.empty_like)", imports),
+        ("fresh imports + query + explicit call", fresh_explicit),
+        ("one-call API", one_call),
+        ("conv_input_grad (torch in, torch out)", input_grad),
+    ]:
+        try:
+            print(f"{label:28s} {name:42s} {per_iter_us(f, n):9.1f} us", flush=True)
+        except Exception as exc:  # a broken path is a line, not the end of the run
+            print(f"{label:28s} {name:42s} {type(exc).__name__}: {exc}", flush=True)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    case(
+        "tiny 1x4x8x8 f32",
+        (1, 4, 8, 8),
+        (4, 4, 3, 3),
+        torch.float32,
+        torch.contiguous_format,
+        n,
+    )
+    case(
+        "r50 32x256x14x14 f16 NHWC",
+        (32, 256, 14, 14),
+        (256, 256, 3, 3),
+        torch.float16,
+        torch.channels_last,
+        n // 3,
+    )
+
+
+if __name__ == "__main__":
+    main()
