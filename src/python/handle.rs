@@ -9,9 +9,11 @@ use pyo3::types::{PyList, PyTuple};
 
 use super::args::{filter_arg, tensor_arg};
 use super::conv::PyConvolutionDescriptor;
-use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
+use super::descs::Descs;
+use super::dispatch::{self, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
-use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo, SelectedAlgo};
+use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo};
+use super::selection::SelectedAlgo;
 use super::tensor::{PyTensor, Storage, TensorCore};
 use crate::context::{alloc_bytes, CudnnContext};
 use crate::convolution::BestHeuristic;

@@ -4,6 +4,8 @@
 
 mod args;
 mod conv;
+mod describe;
+mod descs;
 mod dispatch;
 mod dlpack;
 mod errors;
@@ -12,6 +14,7 @@ mod handle;
 mod info;
 mod interop;
 mod markers;
+mod selection;
 mod streams;
 mod tensor;
 
