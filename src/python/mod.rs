@@ -6,6 +6,7 @@ mod args;
 mod conv;
 mod describe;
 mod descs;
+mod device;
 mod dispatch;
 mod dlpack;
 mod errors;
@@ -15,6 +16,7 @@ mod info;
 mod interop;
 mod markers;
 mod selection;
+mod storage;
 mod streams;
 mod tensor;
 
@@ -60,7 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<markers::PyConvolutionMode>()?;
     m.add_class::<markers::PyMathType>()?;
     m.add_class::<markers::PyDeterminism>()?;
-    m.add_class::<handle::PyHandle>()?;
+    m.add_class::<device::PyHandle>()?;
     m.add_class::<handle::PyWorkspace>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tensor::PyFilter>()?;
