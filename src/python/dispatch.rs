@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 
-use super::markers::SelectedAlgo;
+use super::descs::Descs;
+use super::selection::SelectedAlgo;
 use crate::context::CudnnContext;
 use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
@@ -18,31 +19,9 @@ use crate::convolution::{
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
 use crate::memory::BorrowedDeviceBuffer;
-use crate::problem::RawProblem;
 use crate::reference::RefElement;
-use crate::tensor::{
-    RawDescriptor, SupportedType, Tensor, TensorDescriptor, TensorFormat, NCHW, NHWC,
-};
+use crate::tensor::{SupportedType, Tensor, TensorDescriptor, TensorFormat, NCHW, NHWC};
 use half::{bf16, f16};
-
-/// Descriptors of one call.
-pub(crate) struct Descs<'a> {
-    pub w: &'a Arc<RawDescriptor>,
-    pub dy: &'a Arc<RawDescriptor>,
-    pub dx: &'a Arc<RawDescriptor>,
-    pub conv: &'a Arc<RawConvolutionDescriptor>,
-}
-
-impl Descs<'_> {
-    pub(crate) fn problem(&self) -> RawProblem<'_> {
-        RawProblem {
-            w: self.w,
-            dy: self.dy,
-            dx: self.dx,
-            conv: self.conv,
-        }
-    }
-}
 
 /// Device addresses of one GPU call.
 pub(crate) struct GpuPtrs {
@@ -264,6 +243,7 @@ with_bwd_data_support_table!(expand_dispatch);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::RawDescriptor;
 
     #[test]
     fn every_table_row_has_a_dispatch_arm() {

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use super::dispatch::Descs;
+use super::descs::Descs;
 use crate::convolution::{BestHeuristic, BwdDataAlgo, Engine, EngineConfig};
 use crate::determinism::Determinism;
 use crate::error::{Error, Result};

@@ -3,105 +3,23 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use super::args::{filter_arg, tensor_arg};
 use super::conv::PyConvolutionDescriptor;
-use super::dispatch::{self, Descs, GpuPtrs, HostBufs};
+use super::descs::Descs;
+use super::device::{parse_device, DeviceId, GpuState, HandleInner, PyHandle};
+use super::dispatch::{self, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
-use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo, SelectedAlgo};
-use super::tensor::{PyTensor, Storage, TensorCore};
+use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo};
+use super::selection::SelectedAlgo;
+use super::storage::TensorCore;
+use super::tensor::PyTensor;
 use crate::context::{alloc_bytes, CudnnContext};
 use crate::convolution::BestHeuristic;
 use crate::error::{Error, Result};
-
-/// Where a handle's work runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DeviceId {
-    Cpu,
-    Cuda(usize),
-}
-
-impl std::fmt::Display for DeviceId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeviceId::Cpu => f.write_str("cpu"),
-            DeviceId::Cuda(n) => write!(f, "cuda:{n}"),
-        }
-    }
-}
-
-/// The GPU side of a handle: the cuDNN context and the workspace the one-call API reuses.
-pub(crate) struct GpuState {
-    pub ctx: CudnnContext,
-    pub workspace: Option<CudaSlice<u8>>,
-    /// The Python object owning the current stream (`torch.cuda.Stream`, ...), kept alive
-    /// while work is issued to it; `None` for default streams and plain ints.
-    pub stream_owner: Option<Arc<super::streams::StreamOwner>>,
-}
-
-pub(crate) struct HandleInner {
-    pub device: DeviceId,
-    gpu: Option<Mutex<GpuState>>,
-    /// Measured algorithms by problem (see `find_cache`).
-    find_cache: super::find_cache::FindCache,
-    /// The benchmark setting of the CPU device (which has one algorithm: nothing to
-    /// measure, but the setting reads back as set).
-    cpu_benchmark: std::sync::atomic::AtomicBool,
-}
-
-impl HandleInner {
-    /// The GPU state, locked: cuDNN allows a handle on any thread, one at a time.
-    pub(crate) fn gpu(&self) -> Result<MutexGuard<'_, GpuState>> {
-        self.gpu
-            .as_ref()
-            .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-            .ok_or_else(|| Error::DeviceMismatch("this is the CPU device".into()))
-    }
-
-    /// The stream work is issued to.
-    pub(crate) fn stream(&self) -> Result<Arc<CudaStream>> {
-        Ok(Arc::clone(self.gpu()?.ctx.stream()))
-    }
-}
-
-fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId> {
-    let Some(obj) = obj else {
-        return Ok(DeviceId::Cuda(0));
-    };
-    if let Ok(n) = obj.extract::<i64>() {
-        return usize::try_from(n).map(DeviceId::Cuda).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err(format!("device ordinal must be >= 0, got {n}"))
-        });
-    }
-    let s: String = obj.extract().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(
-            "device must be an int ordinal, \"cpu\", \"cuda\" or \"cuda:N\"",
-        )
-    })?;
-    match s.as_str() {
-        "cpu" => Ok(DeviceId::Cpu),
-        "cuda" | "gpu" => Ok(DeviceId::Cuda(0)),
-        other => other
-            .strip_prefix("cuda:")
-            .and_then(|n| n.parse::<usize>().ok())
-            .map(DeviceId::Cuda)
-            .ok_or_else(|| {
-                pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown device {other:?}: use \"cpu\", \"cuda\" or \"cuda:N\""
-                ))
-            }),
-    }
-}
-
-/// A cuDNN handle on a CUDA device (`Handle()`, `Handle(device=1)`), or the CPU reference
-/// device (`Handle(device="cpu")`), with one API.
-#[pyclass(frozen, name = "Handle", module = "cudnn_rs")]
-pub(crate) struct PyHandle {
-    pub inner: Arc<HandleInner>,
-}
 
 pub(crate) struct Operands<'a> {
     w: &'a Arc<TensorCore>,
@@ -1094,22 +1012,4 @@ pub(crate) fn supported_configurations(py: Python<'_>) -> PyResult<Bound<'_, PyL
         })
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, rows)
-}
-
-impl TensorCore {
-    /// A tensor of the same description and device, for trial runs.
-    pub(crate) fn scratch_like(other: &TensorCore) -> Result<TensorCore> {
-        let desc = crate::tensor::RawDescriptor::new(
-            crate::tensor::Role::Tensor,
-            other.desc.dtype(),
-            other.desc.format(),
-            other.desc.shape(),
-        )?;
-        let storage = match &*other.read() {
-            Storage::Host(w) => Storage::Host(vec![0u64; w.len()]),
-            Storage::Device(s) => Storage::Device(alloc_bytes(s.stream(), other.desc.nbytes())?),
-            Storage::Foreign(f) => f.blank(other.desc.nbytes())?,
-        };
-        Ok(TensorCore::from_parts(desc, other.device, storage))
-    }
 }

@@ -21,11 +21,11 @@ use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
+use super::device::{DeviceId, PyHandle};
 use super::dlpack::{self, DLDevice, DlView, ExportSpec, KDL_CPU, KDL_CUDA};
 use super::errors::{to_py, IntoPyResult};
-use super::handle::{DeviceId, PyHandle};
+use super::storage::{ForeignMemory, ForeignOwner, Storage, TensorCore};
 use super::streams::{order_after, protocol_number, wrap_stream, LEGACY_DEFAULT_STREAM};
-use super::tensor::{ForeignMemory, ForeignOwner, Storage, TensorCore};
 use crate::context::CudnnContext;
 use crate::data_type::DType;
 use crate::error::{Error, Result};

@@ -11,6 +11,8 @@ use crate::determinism::Determinism;
 use crate::math_type::MathType;
 use crate::tensor::Format;
 
+use super::selection::SelectedAlgo;
+
 // ---------------------------------------------------------------- data types
 
 /// Base class of the data-type markers (`f32`, `f16`, ...).
@@ -125,7 +127,7 @@ pub(crate) fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected a cudnn_rs data type (cudnn_rs.f32, cudnn_rs.f16, ...), got {}",
-        super::args::describe(obj)
+        super::describe::describe(obj)
     )))
 }
 
@@ -251,7 +253,7 @@ pub(crate) fn extract_format(obj: &Bound<'_, PyAny>) -> PyResult<Format> {
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected a cudnn_rs format (cudnn_rs.NCHW, cudnn_rs.NHWC, ...), got {}",
-        super::args::describe(obj)
+        super::describe::describe(obj)
     )))
 }
 
@@ -601,51 +603,6 @@ pub(crate) fn engine_record(py: Python<'_>, engine: Engine) -> PyResult<Bound<'_
     Ok(Bound::new(py, init)?.into_any())
 }
 
-/// What an algorithm argument selects: the support-table column, how the call runs,
-/// and (for heuristic and measured results) the record.
-#[derive(Clone, Copy)]
-pub(crate) struct SelectedAlgo {
-    pub kind: AlgoKind,
-    pub route: Route,
-    pub best: Option<BestHeuristic>,
-    pub engine: Option<Engine>,
-}
-
-impl SelectedAlgo {
-    pub(crate) fn legacy(kind: AlgoKind, algo: BwdDataAlgo, best: Option<BestHeuristic>) -> Self {
-        Self {
-            kind,
-            route: Route::Legacy(algo),
-            best,
-            engine: None,
-        }
-    }
-
-    pub(crate) fn engine(engine: Engine) -> Self {
-        Self {
-            kind: AlgoKind::Engine,
-            route: Route::Engine(Some(engine.config())),
-            best: None,
-            engine: Some(engine),
-        }
-    }
-
-    /// The library's default choice (`DefaultAlgo`).
-    pub(crate) fn default_choice() -> Self {
-        Self {
-            kind: AlgoKind::DefaultAlgo,
-            route: Route::Default,
-            best: None,
-            engine: None,
-        }
-    }
-
-    /// The math type the algorithm record asks for (heuristic results).
-    pub(crate) fn math(&self) -> Option<MathType> {
-        self.best.map(|b| b.math_type())
-    }
-}
-
 /// Reads an algorithm argument: an instance of a marker class, of `BestHeuristic` or of
 /// `Engine`; a marker class itself is accepted too.
 pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
@@ -688,6 +645,6 @@ pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected an algorithm (cudnn_rs.DataAlgo0(), ..., cudnn_rs.DefaultAlgo(), a \
          BestHeuristic or an Engine), got {}",
-        super::args::describe(obj)
+        super::describe::describe(obj)
     )))
 }

@@ -4,6 +4,9 @@
 
 mod args;
 mod conv;
+mod describe;
+mod descs;
+mod device;
 mod dispatch;
 mod dlpack;
 mod errors;
@@ -12,6 +15,8 @@ mod handle;
 mod info;
 mod interop;
 mod markers;
+mod selection;
+mod storage;
 mod streams;
 mod tensor;
 
@@ -57,7 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<markers::PyConvolutionMode>()?;
     m.add_class::<markers::PyMathType>()?;
     m.add_class::<markers::PyDeterminism>()?;
-    m.add_class::<handle::PyHandle>()?;
+    m.add_class::<device::PyHandle>()?;
     m.add_class::<handle::PyWorkspace>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tensor::PyFilter>()?;
