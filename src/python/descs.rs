@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::problem::RawProblem;
 use crate::convolution::RawConvolutionDescriptor;
+use crate::problem::RawProblem;
 use crate::tensor::RawDescriptor;
 
 /// Descriptors of one call.

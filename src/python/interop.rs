@@ -11,7 +11,9 @@
 //! waits only twice: a `__cuda_array_interface__` import with a `stream` but no handle
 //! synchronizes that stream (there is no stream of ours to order), and dropping a tensor
 //! over foreign GPU memory that we used synchronizes the stream of that last use (the
-//! producer may reuse the memory on any of its streams once its deleter runs).
+//! producer may reuse the memory on any of its streams once its deleter runs), except
+//! when that stream is the one the producer works on: a PyTorch tensor imported through
+//! a handle on PyTorch's current stream (read in place, see `import_torch`).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -256,6 +258,7 @@ fn foreign_core(
     format: Option<Format>,
     role: Role,
     owner: ForeignOwner,
+    producer_stream: Option<usize>,
 ) -> Result<TensorCore> {
     let format = resolve_format(&view.shape, view.strides.as_deref(), format)?;
     let desc = RawDescriptor::new(role, view.dtype, format, &view.shape)?;
@@ -276,7 +279,10 @@ fn foreign_core(
     if let (DeviceId::Cuda(ordinal), Some(ctx)) = (device, ctx.as_ref()) {
         check_device_range(ctx, ordinal, view.address, nbytes)?;
     }
-    let memory = ForeignMemory::new(view.address, nbytes, view.read_only, ctx, owner);
+    let mut memory = ForeignMemory::new(view.address, nbytes, view.read_only, ctx, owner);
+    if let Some(stream) = producer_stream {
+        memory.set_producer_stream(stream);
+    }
     Ok(TensorCore::from_parts(
         desc,
         device,
@@ -318,6 +324,9 @@ pub(crate) fn import(
         let managed = dlpack::take_capsule(obj)?;
         return import_managed(py, managed, None, format, handle, role);
     }
+    if let Some(core) = import_torch(py, obj, format, handle, role)? {
+        return Ok(core);
+    }
     if obj.hasattr("__dlpack__")? {
         return import_dlpack(py, obj, format, handle, role);
     }
@@ -328,6 +337,88 @@ pub(crate) fn import(
         "from_dlpack needs an object with __dlpack__ (PyTorch, CuPy, JAX, NumPy arrays), __cuda_array_interface__, or a DLPack capsule; got {}",
         obj.get_type().name()?
     )))
+}
+
+/// `torch.cuda.current_stream`, looked up once.
+static TORCH_CURRENT_STREAM: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// A PyTorch CUDA tensor on the handle's device, while PyTorch's current stream there is
+/// the handle's: read in place (data pointer, shape, strides, dtype) instead of a DLPack
+/// round trip, which costs PyTorch tens of microseconds in Python per tensor. The tensor
+/// object is kept alive as the owner, and the memory is marked as used by the producer
+/// on our stream, so releasing it needs no wait. Anything else (another device or
+/// stream, a dtype we do not map, no handle): `None`, and the DLPack path takes it.
+fn import_torch(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    format: Option<Format>,
+    handle: Option<&PyHandle>,
+    role: Role,
+) -> PyResult<Option<TensorCore>> {
+    let Some(h) = handle else {
+        return Ok(None);
+    };
+    let DeviceId::Cuda(ordinal) = h.inner.device else {
+        return Ok(None);
+    };
+    let ty = obj.get_type();
+    let module = ty.module()?;
+    if !module.to_str()?.starts_with("torch") || !obj.hasattr("data_ptr")? {
+        return Ok(None);
+    }
+    let Ok(index) = obj.call_method0("get_device")?.extract::<i64>() else {
+        return Ok(None);
+    };
+    if usize::try_from(index).ok() != Some(ordinal) {
+        return Ok(None);
+    }
+    let dtype = match obj.getattr("dtype")?.str()?.to_str()? {
+        "torch.float32" => DType::F32,
+        "torch.float64" => DType::F64,
+        "torch.float16" => DType::F16,
+        "torch.bfloat16" => DType::BF16,
+        "torch.int8" => DType::I8,
+        "torch.uint8" => DType::U8,
+        "torch.int32" => DType::I32,
+        "torch.int64" => DType::I64,
+        _ => return Ok(None),
+    };
+    let (ctx, stream) = handle_gpu(h).py_err(py)?;
+    let current = TORCH_CURRENT_STREAM.get_or_try_init(py, || {
+        py.import("torch.cuda")?
+            .getattr("current_stream")
+            .map(Bound::unbind)
+    })?;
+    let theirs: usize = current
+        .call1(py, (index,))?
+        .getattr(py, "cuda_stream")?
+        .extract(py)?;
+    if theirs != stream.cu_stream() as usize {
+        return Ok(None);
+    }
+    let view = dlpack::DlView {
+        address: obj.call_method0("data_ptr")?.extract()?,
+        device: DLDevice {
+            device_type: KDL_CUDA,
+            device_id: i32::try_from(index).unwrap_or(i32::MAX),
+        },
+        dtype,
+        shape: obj.getattr("shape")?.extract()?,
+        strides: Some(obj.call_method0("stride")?.extract()?),
+        read_only: false,
+    };
+    let owner = ForeignOwner::new(None, Some(obj.clone().unbind()));
+    let core = foreign_core(
+        &view,
+        DeviceId::Cuda(ordinal),
+        Some(ctx),
+        format,
+        role,
+        owner,
+        Some(theirs),
+    )
+    .py_err(py)?;
+    Ok(Some(core))
 }
 
 fn import_dlpack(
@@ -390,7 +481,7 @@ fn import_managed(
         DeviceId::Cpu => None,
         DeviceId::Cuda(n) => Some(context_for(handle, n).py_err(py)?),
     };
-    foreign_core(&view, device, ctx, format, role, owner).py_err(py)
+    foreign_core(&view, device, ctx, format, role, owner, None).py_err(py)
 }
 
 /// The element type of a `__cuda_array_interface__` typestr.
@@ -553,6 +644,7 @@ fn import_cai(
         format,
         role,
         ForeignOwner::new(None, Some(obj.clone().unbind())),
+        None,
     )
     .py_err(py)?;
     // The producer's pending work on its stream comes first: our stream waits for it

@@ -66,6 +66,10 @@ pub(crate) struct ForeignMemory {
     read_only: bool,
     /// The device's context for device memory; `None` for host memory.
     ctx: Option<Arc<CudaContext>>,
+    /// The stream (raw `CUstream`) the producer orders its use of the memory on, where
+    /// the import knows it: work of ours on that very stream is ordered before any reuse,
+    /// so releasing the memory needs no wait.
+    producer_stream: Option<usize>,
     _owner: ForeignOwner,
 }
 
@@ -82,8 +86,14 @@ impl ForeignMemory {
             nbytes,
             read_only,
             ctx,
+            producer_stream: None,
             _owner: owner,
         }
+    }
+
+    /// Records the stream the producer orders its use of the memory on.
+    pub(crate) fn set_producer_stream(&mut self, stream: usize) {
+        self.producer_stream = Some(stream);
     }
 
     /// Fresh zeroed memory of the same kind, for trial runs.
@@ -384,8 +394,13 @@ impl Drop for TensorCore {
             }
             (Some(mark), Storage::Foreign(f)) if f.ctx.is_some() => {
                 // The producer may hand the memory out again as soon as its deleter
-                // runs, to work on any of its streams: ours must be finished first.
-                let _ = mark.stream.synchronize();
+                // runs, to work on any of its streams: ours must be finished first,
+                // unless our last use was on the stream the producer works on (its
+                // reuse then queues behind our work).
+                let ours = mark.stream.cu_stream() as usize;
+                if f.producer_stream != Some(ours) {
+                    let _ = mark.stream.synchronize();
+                }
             }
             _ => {}
         }
