@@ -337,3 +337,32 @@ def test_default_choice_handles_fresh_addresses_every_call(
         problem = make_problem(gpu, row, case, rng, poison_dx=True)
         got = _run(gpu, problem, cd.DefaultAlgo())
         assert_close(got, problem.expected(), "bf16", problem.describe(), 5e-2)
+
+
+@pytest.mark.gpu
+def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> None:
+    # A training loop: fresh PyTorch tensors every call, imported on PyTorch's current
+    # stream (read in place), released right after the call, their memory handed out
+    # again at once by PyTorch's allocator to new work on the same stream.
+    torch = pytest.importorskip("torch")
+    torch.backends.cudnn.allow_tf32 = False
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    conv = cd.ConvolutionDescriptor(padding=(1, 1), math_type=cd.MathType.Fma)
+    algo = cd.DefaultAlgo()
+    for step in range(12):
+        w = torch.randn(16, 8, 3, 3, device="cuda")
+        dy = torch.randn(4, 16, 12, 12, device="cuda")
+        dx = torch.full((4, 8, 12, 12), float("nan"), device="cuda")
+        if step % 2:
+            w.requires_grad_()  # read as it is, the autograd graph is not exported
+        wt = cd.Filter.from_dlpack(w, handle=h)
+        dyt = cd.Tensor.from_dlpack(dy, handle=h)
+        dxt = cd.Tensor.from_dlpack(dx, handle=h)
+        size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, algo)
+        ws = cd.Workspace(h, size) if size else None
+        h.convolution_backward_data(1.0, wt, dyt, conv, algo, ws, 0.0, dxt)
+        expected = torch.nn.grad.conv2d_input(dx.shape, w.detach(), dy, padding=1)
+        del wt, dyt, dxt, w, dy
+        torch.randn(4, 16, 12, 12, device="cuda").mul_(3.0)  # reuses the freed memory
+        err = ((dx - expected).abs().max() / expected.abs().max()).item()
+        assert err < 1e-5, f"step {step}: relative error {err}"
