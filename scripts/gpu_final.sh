@@ -4,6 +4,8 @@
 #   bash scripts/gpu_final.sh tests   # Rust GPU tests, pytest on the GPU, interop
 #   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
 #   bash scripts/gpu_final.sh all     # pytest on the GPU, then both benchmarks, shorter
+#   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
+#                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -32,6 +34,17 @@ tests)
 bench)
   TAIL=14 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.5
   TAIL=14 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.2
+  ;;
+verify)
+  for which in pip system; do
+    if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
+    [ -f "$lib" ] || continue
+    CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  done
+  TAIL=5 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
+  TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.4
   ;;
 all)
   TAIL=6 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
