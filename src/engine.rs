@@ -463,15 +463,6 @@ pub(crate) enum Sources {
     Exhaustive,
 }
 
-/// Whether the default choice asks heuristic mode B instead of the instant one
-/// (`CUDNN_RS_DEFAULT_HEURISTIC=B`, read once per process).
-fn default_heuristic_is_b() -> bool {
-    static B: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
-        std::env::var("CUDNN_RS_DEFAULT_HEURISTIC").is_ok_and(|v| v.eq_ignore_ascii_case("b"))
-    })
-}
-
 /// The engine configurations cuDNN's heuristics rank for `graph`, best first, without
 /// repeats, drawn from `sources`.
 pub(crate) fn candidates(
@@ -480,10 +471,6 @@ pub(crate) fn candidates(
     sources: Sources,
 ) -> Result<Vec<Candidate>> {
     let modes: &[HeurMode] = match sources {
-        Sources::Instant if default_heuristic_is_b() => &[
-            HeurMode::CUDNN_HEUR_MODE_B,
-            HeurMode::CUDNN_HEUR_MODE_FALLBACK,
-        ],
         Sources::Instant => &[
             HeurMode::CUDNN_HEUR_MODE_A,
             HeurMode::CUDNN_HEUR_MODE_FALLBACK,
