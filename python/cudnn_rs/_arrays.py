@@ -240,6 +240,10 @@ def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
         t = obj.detach()
         if not t.is_cuda:
             return cls.from_dlpack(t.__dlpack__(), handle=h)
+        if own_stream:
+            # On torch's current stream: read in place (no DLPack round trip, and
+            # released without a stream synchronisation), whichever device is current.
+            return cls.from_dlpack(t, handle=h)
         torch = sys.modules["torch"]
         # torch exports CUDA memory only while its device is current; with our handle
         # on torch's current stream, stream=-1 skips its (needless) handshake.
