@@ -240,7 +240,7 @@ def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
         t = obj.detach()
         if not t.is_cuda:
             return cls.from_dlpack(t.__dlpack__(), handle=h)
-        if own_stream:
+        if own_stream and t.is_floating_point():
             # On torch's current stream: read in place (no DLPack round trip, and
             # released without a stream synchronisation), whichever device is current.
             return cls.from_dlpack(t, handle=h)
