@@ -366,6 +366,11 @@ fn import_torch(
     if !module.to_str()?.starts_with("torch") || !obj.hasattr("data_ptr")? {
         return Ok(None);
     }
+    // Dense (strided) tensors only: sparse, quantized or meta tensors take the DLPack
+    // path, which refuses them with the producer's own error.
+    if obj.getattr("layout")?.str()?.to_str()? != "torch.strided" {
+        return Ok(None);
+    }
     let Ok(index) = obj.call_method0("get_device")?.extract::<i64>() else {
         return Ok(None);
     };
