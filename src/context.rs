@@ -290,6 +290,39 @@ impl CudnnContext {
         self.last_find.get()
     }
 
+    /// Writes the measured default choices this context holds to `path`, so that another
+    /// process (Rust or Python, same cuDNN and GPU) loads them instead of measuring again
+    /// (the file format of [`crate::find_cache`]).
+    pub fn save_algorithm_cache(&self, path: &std::path::Path) -> Result<()> {
+        let text = crate::find_cache::save_text(
+            &self.environment(),
+            &crate::find_cache::FindCache::default(),
+            &self.measured_choices(),
+        );
+        std::fs::write(path, text)
+            .map_err(|e| Error::InvalidArgument(format!("writing {}: {e}", path.display())))
+    }
+
+    /// Adds the measured default choices saved at `path` (by
+    /// [`Self::save_algorithm_cache`] or Python's `save_algorithm_cache`); returns how
+    /// many were read. A file from another cuDNN version or GPU, or a malformed one,
+    /// adds nothing and is an error that says why.
+    pub fn load_algorithm_cache(&self, path: &std::path::Path) -> Result<usize> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::InvalidArgument(format!("reading {}: {e}", path.display())))?;
+        let source = path.display().to_string();
+        match crate::find_cache::load_text(&text, &self.environment(), &source)? {
+            crate::find_cache::Loaded::Foreign(why) => Err(Error::InvalidArgument(why)),
+            crate::find_cache::Loaded::Entries { defaults, .. } => {
+                let n = defaults.len();
+                for (problem, engine) in defaults {
+                    self.insert_measured_choice(&problem, engine);
+                }
+                Ok(n)
+            }
+        }
+    }
+
     /// The measured default choices this context holds, `(problem, engine)`, for saving
     /// (the problem as text, read back by [`Self::insert_measured_choice`]).
     pub fn measured_choices(&self) -> Vec<(String, Engine)> {

@@ -14,6 +14,7 @@ pub mod data_type;
 pub mod determinism;
 pub mod engine;
 pub mod error;
+pub mod find_cache;
 pub mod library;
 pub mod math_type;
 pub mod memory;

@@ -39,7 +39,7 @@ pub(crate) struct HandleInner {
     pub device: DeviceId,
     pub gpu: Option<Mutex<GpuState>>,
     /// Measured algorithms by problem (see `find_cache`).
-    pub find_cache: super::find_cache::FindCache,
+    pub find_cache: crate::find_cache::FindCache,
     /// The benchmark setting of the CPU device (which has one algorithm: nothing to
     /// measure, but the setting reads back as set).
     pub cpu_benchmark: std::sync::atomic::AtomicBool,

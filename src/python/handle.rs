@@ -257,7 +257,7 @@ impl PyHandle {
             inner: Arc::new(HandleInner {
                 device,
                 gpu,
-                find_cache: super::find_cache::FindCache::default(),
+                find_cache: crate::find_cache::FindCache::default(),
                 cpu_benchmark: std::sync::atomic::AtomicBool::new(benchmark),
             }),
         };
@@ -431,7 +431,11 @@ impl PyHandle {
         let ops = operands(w, dy, dx, conv.get())?;
         let found = py
             .detach(|| -> Result<Vec<BestHeuristic>> {
-                let key = super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic);
+                let key = crate::find_cache::key(
+                    &ops.descs().problem(),
+                    max_workspace_bytes,
+                    deterministic,
+                );
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
                 self.inner.find_cache.get_or_measure(key, use_cache, || {
                     self.find(&ops, max_workspace_bytes, deterministic)
@@ -550,7 +554,11 @@ impl PyHandle {
             .detach(|| -> Result<Vec<crate::convolution::Engine>> {
                 let key = format!(
                     "engines limit {limit} budget {budget:?} | {}",
-                    super::find_cache::key(&ops.descs(), max_workspace_bytes, deterministic)
+                    crate::find_cache::key(
+                        &ops.descs().problem(),
+                        max_workspace_bytes,
+                        deterministic
+                    )
                 );
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
                 self.inner.find_cache.get_or_measure(key, use_cache, || {
@@ -580,19 +588,12 @@ impl PyHandle {
     /// the measured default choices (`benchmark=True`). The first line names the cuDNN
     /// version and the GPU they were measured on.
     fn save_algorithm_cache(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        let mut text = format!("{ENV_PREFIX}{}\n", self.environment(py)?);
-        text.push_str(&self.inner.find_cache.to_text());
-        if let DeviceId::Cuda(_) = self.inner.device {
-            let measured = self.inner.gpu().py_err(py)?.ctx.measured_choices();
-            let defaults = super::find_cache::FindCache::default();
-            for (problem, engine) in measured {
-                defaults.insert(
-                    format!("{DEFAULT_PREFIX}{problem}"),
-                    vec![super::find_cache::Found::Engine(engine)],
-                );
-            }
-            text.push_str(&defaults.to_text());
-        }
+        let defaults = match self.inner.device {
+            DeviceId::Cuda(_) => self.inner.gpu().py_err(py)?.ctx.measured_choices(),
+            DeviceId::Cpu => Vec::new(),
+        };
+        let text =
+            crate::find_cache::save_text(&self.environment(py)?, &self.inner.find_cache, &defaults);
         std::fs::write(&path, text).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("writing {}: {e}", path.display()))
         })?;
@@ -607,45 +608,28 @@ impl PyHandle {
         let text = std::fs::read_to_string(&path).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("reading {}: {e}", path.display()))
         })?;
-        let here = self.environment(py)?;
-        let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-        let saved = first.strip_prefix(ENV_PREFIX);
-        if saved != Some(here.as_str()) {
-            let why = match saved {
-                Some(there) => format!(
-                    "{} was measured with {there}; this handle runs {here}: nothing loaded",
-                    path.display()
-                ),
-                None => format!(
-                    "{} does not say which cuDNN and GPU it was measured on: nothing loaded",
-                    path.display()
-                ),
-            };
-            let warning = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
-            let msg = std::ffi::CString::new(why).unwrap_or_default();
-            PyErr::warn(py, &warning, &msg, 1)?;
-            return Ok(0);
-        }
-        let scratch = super::find_cache::FindCache::default();
-        // The header stays a (blank) line so that errors name the file's line numbers.
-        let n = scratch.load_text(&format!("\n{rest}")).py_err(py)?;
-        for (key, found) in scratch.drain() {
-            match key.strip_prefix(DEFAULT_PREFIX) {
-                Some(problem) => {
-                    if let (DeviceId::Cuda(_), Some(super::find_cache::Found::Engine(e))) =
-                        (self.inner.device, found.first())
-                    {
-                        self.inner
-                            .gpu()
-                            .py_err(py)?
-                            .ctx
-                            .insert_measured_choice(problem, *e);
+        let source = path.display().to_string();
+        match crate::find_cache::load_text(&text, &self.environment(py)?, &source).py_err(py)? {
+            crate::find_cache::Loaded::Foreign(why) => {
+                let warning = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                let msg = std::ffi::CString::new(why).unwrap_or_default();
+                PyErr::warn(py, &warning, &msg, 1)?;
+                Ok(0)
+            }
+            crate::find_cache::Loaded::Entries { finds, defaults } => {
+                let n = finds.len() + defaults.len();
+                for (key, found) in finds {
+                    self.inner.find_cache.insert(key, found);
+                }
+                if let DeviceId::Cuda(_) = self.inner.device {
+                    let state = self.inner.gpu().py_err(py)?;
+                    for (problem, engine) in defaults {
+                        state.ctx.insert_measured_choice(&problem, engine);
                     }
                 }
-                None => self.inner.find_cache.insert(key, found),
+                Ok(n)
             }
         }
-        Ok(n)
     }
 
     /// Workspace bytes `algo` needs for these operands; `None` when none.
@@ -702,11 +686,6 @@ impl PyHandle {
         )
     }
 }
-
-/// First line of a saved algorithm cache: what the measurements were made with.
-const ENV_PREFIX: &str = "# cudnn_rs algorithm cache | ";
-/// Key prefix of a measured default choice in a saved algorithm cache.
-const DEFAULT_PREFIX: &str = "DefaultAlgo | ";
 
 impl PyHandle {
     /// The cuDNN version and GPU measurements on this handle depend on.

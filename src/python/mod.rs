@@ -10,7 +10,6 @@ mod device;
 mod dispatch;
 mod dlpack;
 mod errors;
-mod find_cache;
 mod handle;
 mod info;
 mod interop;

@@ -1,24 +1,33 @@
-//! Per-handle cache of measured algorithms and engines
-//! (`find_convolution_backward_data_algorithm` / `_engine`): the second call for the same
-//! problem returns the first one's measurements instead of measuring again, and the cache
-//! can be saved to a file and loaded into another handle.
+//! The cache of measured algorithms and engines (`find_convolution_backward_data_algorithm`
+//! / `_engine`, and the measured default choices): the second find for the same problem
+//! returns the first one's measurements instead of measuring again, and the cache can be
+//! saved to a file and loaded into another process, by Rust and Python users alike.
 //!
-//! File format: one line per problem, `key<TAB>entry;entry;...`, each entry
-//! `algo,time_ms,workspace_bytes,determinism,math_type` with the names used in Python;
-//! an engine's `algo` is `Engine:index` followed by `:knob=value` per knob.
+//! File format: a first line naming what the measurements were made with
+//! ([`ENV_PREFIX`] then the cuDNN version and the GPU, see
+//! [`crate::CudnnContext::environment`]); then one line per problem,
+//! `key<TAB>entry;entry;...`, each entry `algo,time_ms,workspace_bytes,determinism,
+//! math_type` with the names used in Python; an engine's `algo` is `Engine:index` followed
+//! by `:knob=value` per knob. Measured default choices are keyed [`DEFAULT_PREFIX`] and the
+//! problem as text. A file made elsewhere (another cuDNN or GPU) loads nothing.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use super::descs::Descs;
 use crate::convolution::{BestHeuristic, BwdDataAlgo, Engine, EngineConfig};
 use crate::determinism::Determinism;
 use crate::error::{Error, Result};
 use crate::math_type::MathType;
+use crate::problem::RawProblem;
+
+/// First line of a saved cache: what the measurements were made with follows.
+pub const ENV_PREFIX: &str = "# cudnn_rs algorithm cache | ";
+/// Key prefix of a measured default choice in a saved cache.
+pub const DEFAULT_PREFIX: &str = "DefaultAlgo | ";
 
 /// Everything a measurement depends on, as text (descriptors print their type, format and
 /// shape; the cap and the determinism request narrow the list).
-pub(crate) fn key(descs: &Descs<'_>, max_ws: Option<usize>, deterministic: bool) -> String {
+pub fn key(descs: &RawProblem<'_>, max_ws: Option<usize>, deterministic: bool) -> String {
     let c = descs.conv;
     let p = c.params();
     format!(
@@ -41,7 +50,7 @@ pub(crate) fn key(descs: &Descs<'_>, max_ws: Option<usize>, deterministic: bool)
 /// One measured result: a legacy algorithm or a graph-API engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(clippy::large_enum_variant)] // a few per cached problem; kept `Copy`
-pub(crate) enum Found {
+pub enum Found {
     Algo(BestHeuristic),
     Engine(Engine),
 }
@@ -70,7 +79,7 @@ impl Found {
 }
 
 /// What a find returns per entry: a legacy algorithm record or an engine record.
-pub(crate) trait Measured: Copy {
+pub trait Measured: Copy {
     fn wrap(self) -> Found;
     fn unwrap(found: Found) -> Option<Self>;
 }
@@ -113,7 +122,7 @@ fn parse_engine(name: &str) -> Option<EngineConfig> {
 }
 
 #[derive(Default)]
-pub(crate) struct FindCache {
+pub struct FindCache {
     entries: Mutex<Vec<(String, Vec<Found>)>>,
 }
 
@@ -124,7 +133,7 @@ impl FindCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<Vec<Found>> {
+    pub fn get(&self, key: &str) -> Option<Vec<Found>> {
         self.lock()
             .iter()
             .find(|(k, _)| k == key)
@@ -133,7 +142,7 @@ impl FindCache {
 
     /// The measurement cached under `key` (unless `use_cache` is false), else `measure`'s,
     /// which is then cached.
-    pub(crate) fn get_or_measure<T: Measured>(
+    pub fn get_or_measure<T: Measured>(
         &self,
         key: String,
         use_cache: bool,
@@ -149,27 +158,31 @@ impl FindCache {
         Ok(found)
     }
 
-    pub(crate) fn insert(&self, key: String, found: Vec<Found>) {
+    pub fn insert(&self, key: String, found: Vec<Found>) {
         let mut entries = self.lock();
         entries.retain(|(k, _)| *k != key);
         entries.push((key, found));
     }
 
     /// Takes every entry out.
-    pub(crate) fn drain(&self) -> Vec<(String, Vec<Found>)> {
+    pub fn drain(&self) -> Vec<(String, Vec<Found>)> {
         std::mem::take(&mut *self.lock())
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    pub fn len(&self) -> usize {
         self.lock().len()
     }
 
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         self.lock().clear();
     }
 
     /// The cache as text (see the module documentation).
-    pub(crate) fn to_text(&self) -> String {
+    pub fn to_text(&self) -> String {
         let mut out = String::new();
         for (k, found) in self.lock().iter() {
             let entries: Vec<String> = found
@@ -189,7 +202,7 @@ impl FindCache {
 
     /// Adds the entries of a text made by [`FindCache::to_text`]; returns how many
     /// problems were read. Nothing is added when any line is malformed.
-    pub(crate) fn load_text(&self, text: &str) -> Result<usize> {
+    pub fn load_text(&self, text: &str) -> Result<usize> {
         let mut parsed = Vec::new();
         for (n, line) in text
             .lines()
@@ -237,6 +250,70 @@ impl FindCache {
         }
         Ok(n)
     }
+}
+
+/// What loading a saved cache found.
+#[derive(Debug)]
+pub enum Loaded {
+    /// The measurements, `(key, entries)`, and the measured default choices,
+    /// `(problem, engine)`.
+    Entries {
+        finds: Vec<(String, Vec<Found>)>,
+        defaults: Vec<(String, Engine)>,
+    },
+    /// The file was measured elsewhere (or does not say where): nothing is loaded, and
+    /// this says why.
+    Foreign(String),
+}
+
+/// The text of a saved cache: the environment line, the finds, the default choices.
+pub fn save_text(environment: &str, finds: &FindCache, defaults: &[(String, Engine)]) -> String {
+    let mut text = format!("{ENV_PREFIX}{environment}\n");
+    text.push_str(&finds.to_text());
+    let chosen = FindCache::default();
+    for (problem, engine) in defaults {
+        chosen.insert(
+            format!("{DEFAULT_PREFIX}{problem}"),
+            vec![Found::Engine(*engine)],
+        );
+    }
+    text.push_str(&chosen.to_text());
+    text
+}
+
+/// Reads a text made by [`save_text`] for a context running `environment`; `source` names
+/// the file in messages. A malformed text is an error and loads nothing.
+pub fn load_text(text: &str, environment: &str, source: &str) -> Result<Loaded> {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    match first.strip_prefix(ENV_PREFIX) {
+        Some(there) if there == environment => {}
+        Some(there) => {
+            return Ok(Loaded::Foreign(format!(
+                "{source} was measured with {there}; this handle runs {environment}: nothing loaded"
+            )))
+        }
+        None => {
+            return Ok(Loaded::Foreign(format!(
+                "{source} does not say which cuDNN and GPU it was measured on: nothing loaded"
+            )))
+        }
+    }
+    let scratch = FindCache::default();
+    // The header stays a (blank) line so that errors name the file's line numbers.
+    scratch.load_text(&format!("\n{rest}"))?;
+    let (mut finds, mut defaults) = (Vec::new(), Vec::new());
+    for (key, found) in scratch.drain() {
+        match (key.strip_prefix(DEFAULT_PREFIX), found.first()) {
+            (Some(problem), Some(Found::Engine(e))) => defaults.push((problem.to_string(), *e)),
+            (Some(_), _) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{source}: a default choice must be one engine"
+                )))
+            }
+            (None, _) => finds.push((key, found)),
+        }
+    }
+    Ok(Loaded::Entries { finds, defaults })
 }
 
 #[cfg(test)]
@@ -297,5 +374,47 @@ mod tests {
             .load_text("k\tEngine:3:1,1.0,0,Deterministic,Fma")
             .is_err());
         assert_eq!(broken.len(), 0);
+    }
+
+    #[test]
+    fn saved_files_load_only_where_they_were_measured() {
+        let finds = FindCache::default();
+        let engine = Engine::new(
+            EngineConfig::new(7, &[(1, 2)]).unwrap(),
+            0.5,
+            64,
+            Determinism::Deterministic,
+            MathType::TensorOp,
+        );
+        finds.insert("problem A".into(), vec![Found::Engine(engine)]);
+        let defaults = vec![("problem B".to_string(), engine)];
+        let text = save_text("cuDNN 9.19.0 | GPU X | sm_90", &finds, &defaults);
+        match load_text(&text, "cuDNN 9.19.0 | GPU X | sm_90", "f").unwrap() {
+            Loaded::Entries { finds, defaults } => {
+                assert_eq!(
+                    finds,
+                    vec![("problem A".to_string(), vec![Found::Engine(engine)])]
+                );
+                assert_eq!(defaults, vec![("problem B".to_string(), engine)]);
+            }
+            Loaded::Foreign(why) => panic!("{why}"),
+        }
+        for (env, want) in [
+            ("cuDNN 9.14.0 | GPU X | sm_90", "measured with"),
+            ("x", "measured with"),
+        ] {
+            match load_text(&text, env, "f").unwrap() {
+                Loaded::Foreign(why) => assert!(why.contains(want), "{why}"),
+                Loaded::Entries { .. } => panic!("loaded a file from {env}"),
+            }
+        }
+        let bare = text.split_once('\n').unwrap().1;
+        assert!(matches!(
+            load_text(bare, "x", "f").unwrap(),
+            Loaded::Foreign(why) if why.contains("does not say")
+        ));
+        let broken = format!("{ENV_PREFIX}x\nk\tDataAlgo1,1.0");
+        let err = load_text(&broken, "x", "f").unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
     }
 }
