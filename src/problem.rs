@@ -104,12 +104,43 @@ pub struct RawPointers {
     pub workspace: (CUdeviceptr, usize),
 }
 
+/// Up to eight extents (shapes, paddings, strides, dilations), stored inline so that a key
+/// is built on the call path without allocating. Problems are validated to rank 4 or 5
+/// (2 or 3 spatial dimensions) before a key is made.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Dims {
+    len: usize,
+    v: [usize; 8],
+}
+
+impl Dims {
+    fn of(values: &[usize]) -> Self {
+        let mut v = [0; 8];
+        for (slot, x) in v.iter_mut().zip(values) {
+            *slot = *x;
+        }
+        Self {
+            len: values.len(),
+            v,
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        &self.v[..self.len.min(8)]
+    }
+}
+
 /// Everything a workspace size depends on, by value (descriptors may be dropped and
-/// their addresses reused, so their identity is no key).
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// their addresses reused, so their identity is no key). Allocation-free: every
+/// per-context cache looks calls up by it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ProblemKey {
-    operands: [(crate::data_type::DType, crate::tensor::Format, Vec<usize>); 3],
-    params: crate::convolution::ConvParams,
+    operands: [(crate::data_type::DType, crate::tensor::Format, Dims); 3],
+    padding: Dims,
+    stride: Dims,
+    dilation: Dims,
+    groups: usize,
+    mode: crate::convolution::ConvolutionMode,
     comp: crate::data_type::DType,
     math: MathType,
     route: Route,
@@ -117,24 +148,19 @@ pub(crate) struct ProblemKey {
 
 impl ProblemKey {
     pub(crate) fn matches(&self, p: &RawProblem<'_>, route: Route, math: MathType) -> bool {
-        let same = |k: &(crate::data_type::DType, crate::tensor::Format, Vec<usize>),
-                    d: &RawDescriptor| {
-            k.0 == d.dtype() && k.1 == d.format() && k.2 == d.shape()
-        };
-        self.route == route
-            && same(&self.operands[0], p.w)
-            && same(&self.operands[1], p.dy)
-            && same(&self.operands[2], p.dx)
-            && self.comp == p.conv.comp()
-            && self.math == math
-            && &self.params == p.conv.params()
+        *self == Self::new(p, route, math)
     }
 
     pub(crate) fn new(p: &RawProblem<'_>, route: Route, math: MathType) -> Self {
-        let op = |d: &RawDescriptor| (d.dtype(), d.format(), d.shape().to_vec());
+        let op = |d: &RawDescriptor| (d.dtype(), d.format(), Dims::of(d.shape()));
+        let c = p.conv.params();
         Self {
             operands: [op(p.w), op(p.dy), op(p.dx)],
-            params: p.conv.params().clone(),
+            padding: Dims::of(&c.padding),
+            stride: Dims::of(&c.stride),
+            dilation: Dims::of(&c.dilation),
+            groups: c.groups,
+            mode: c.mode,
             comp: p.conv.comp(),
             math,
             route,
@@ -145,27 +171,27 @@ impl ProblemKey {
 impl ProblemKey {
     /// The key as one line of text (for the saved algorithm cache); the route is not
     /// written: only `DefaultAlgo`'s measured choices are saved.
-    pub(crate) fn to_text(&self) -> String {
-        let dims = |v: &[usize]| {
-            v.iter()
+    pub(crate) fn to_text(self) -> String {
+        let dims = |d: &Dims| {
+            d.as_slice()
+                .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join("x")
         };
-        let op = |(t, f, shape): &(crate::data_type::DType, crate::tensor::Format, Vec<usize>)| {
+        let op = |(t, f, shape): &(crate::data_type::DType, crate::tensor::Format, Dims)| {
             format!("{}:{}:{}", t.name(), f.name(), dims(shape))
         };
-        let c = &self.params;
         format!(
             "w={} dy={} dx={} pad={} stride={} dil={} groups={} mode={} comp={} math={}",
             op(&self.operands[0]),
             op(&self.operands[1]),
             op(&self.operands[2]),
-            dims(&c.padding),
-            dims(&c.stride),
-            dims(&c.dilation),
-            c.groups,
-            c.mode.name(),
+            dims(&self.padding),
+            dims(&self.stride),
+            dims(&self.dilation),
+            self.groups,
+            self.mode.name(),
             self.comp.name(),
             self.math.name()
         )
@@ -178,19 +204,25 @@ impl ProblemKey {
             let (k, v) = part.split_once('=')?;
             fields.insert(k, v);
         }
-        let dims =
-            |v: &str| -> Option<Vec<usize>> { v.split('x').map(|d| d.parse().ok()).collect() };
+        let dims = |v: &str| -> Option<Vec<usize>> {
+            let d: Vec<usize> = v
+                .split('x')
+                .map(|d| d.parse().ok())
+                .collect::<Option<_>>()?;
+            (d.len() <= 8).then_some(d)
+        };
         let idims =
             |v: &str| -> Option<Vec<i64>> { v.split('x').map(|d| d.parse().ok()).collect() };
         let op = |name: &str| {
             let mut it = fields.get(name)?.split(':');
             let t = crate::data_type::DType::from_name(it.next()?)?;
             let f = crate::tensor::Format::from_name(it.next()?)?;
-            Some((t, f, dims(it.next()?)?))
+            Some((t, f, Dims::of(&dims(it.next()?)?)))
         };
         let mode = crate::convolution::ConvolutionMode::ALL
             .into_iter()
             .find(|m| Some(&m.name()) == fields.get("mode"))?;
+        // Checked as a descriptor would be (spatial rank, signs, int range).
         let params = crate::convolution::ConvParams::new(
             &idims(fields.get("pad")?)?,
             &idims(fields.get("stride")?)?,
@@ -201,12 +233,54 @@ impl ProblemKey {
         .ok()?;
         Some(Self {
             operands: [op("w")?, op("dy")?, op("dx")?],
-            params,
+            padding: Dims::of(&params.padding),
+            stride: Dims::of(&params.stride),
+            dilation: Dims::of(&params.dilation),
+            groups: params.groups,
+            mode: params.mode,
             comp: crate::data_type::DType::from_name(fields.get("comp")?)?,
             math: MathType::ALL
                 .into_iter()
                 .find(|m| Some(&m.name()) == fields.get("math"))?,
             route: Route::Default,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convolution::{ConvParams, ConvolutionMode};
+    use crate::data_type::DType;
+    use crate::tensor::Format;
+
+    #[test]
+    fn keys_are_by_value_and_read_back_from_text() {
+        let desc = |role, shape: &[usize]| {
+            RawDescriptor::new(role, DType::F16, Format::Nhwc, shape).unwrap()
+        };
+        let (w, dy, dx) = (
+            desc(Role::Filter, &[8, 4, 3, 3]),
+            desc(Role::Tensor, &[2, 8, 5, 6]),
+            desc(Role::Tensor, &[2, 4, 9, 11]),
+        );
+        let params =
+            ConvParams::new(&[1, 0], &[2, 2], &[1, 1], 1, ConvolutionMode::Convolution).unwrap();
+        let conv = RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).unwrap();
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        let key = ProblemKey::new(&p, Route::Default, MathType::TensorOp);
+        assert!(key.matches(&p, Route::Default, MathType::TensorOp));
+        assert!(!key.matches(&p, Route::Default, MathType::Fma));
+        assert!(!key.matches(&p, Route::Engine(None), MathType::TensorOp));
+        let text = key.to_text();
+        assert!(text.contains("dx=f16:NHWC:2x4x9x11"), "{text}");
+        assert!(ProblemKey::from_text(&text) == Some(key));
+        assert!(ProblemKey::from_text("w=f16:NHWC:1x2 garbage").is_none());
+        assert!(ProblemKey::from_text(&text.replace("stride=2x2", "stride=0x2")).is_none());
     }
 }

@@ -463,22 +463,9 @@ impl PyHandle {
         conv: &Bound<'py, PyConvolutionDescriptor>,
         deterministic: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ops = operands(w, dy, dx, conv.get())?;
-        let engine = py
-            .detach(|| -> Result<crate::convolution::Engine> {
-                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                let descs = ops.descs();
-                match self.inner.device {
-                    DeviceId::Cpu => crate::reference::device::engine_stand_in(&descs.problem()),
-                    DeviceId::Cuda(_) => self
-                        .inner
-                        .gpu()?
-                        .ctx
-                        .get_engine_raw(descs.problem(), deterministic),
-                }
-            })
-            .py_err(py)?;
-        engine_record(py, engine)
+        self.engine_query(py, w, dy, dx, conv, move |ctx, p| {
+            ctx.get_engine_raw(p, deterministic)
+        })
     }
 
     /// The engine `DefaultAlgo()` (and the one-call API) runs for these operands, chosen
@@ -492,23 +479,7 @@ impl PyHandle {
         dx: &Bound<'py, PyAny>,
         conv: &Bound<'py, PyConvolutionDescriptor>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let ops = operands(w, dy, dx, conv.get())?;
-        let engine = py
-            .detach(|| -> Result<crate::convolution::Engine> {
-                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                let descs = ops.descs();
-                match self.inner.device {
-                    DeviceId::Cpu => {
-                        descs
-                            .problem()
-                            .validate(crate::convolution::AlgoKind::DefaultAlgo)?;
-                        crate::reference::device::engine_stand_in(&descs.problem())
-                    }
-                    DeviceId::Cuda(_) => self.inner.gpu()?.ctx.default_engine_raw(descs.problem()),
-                }
-            })
-            .py_err(py)?;
-        engine_record(py, engine)
+        self.engine_query(py, w, dy, dx, conv, CudnnContext::default_engine_raw)
     }
 
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
@@ -688,6 +659,35 @@ impl PyHandle {
 }
 
 impl PyHandle {
+    /// An engine query on these operands: `gpu`'s answer from the cuDNN context, or, on
+    /// the CPU device, the stand-in engine (after the same table and shape checks).
+    fn engine_query<'py>(
+        &self,
+        py: Python<'py>,
+        w: &Bound<'py, PyAny>,
+        dy: &Bound<'py, PyAny>,
+        dx: &Bound<'py, PyAny>,
+        conv: &Bound<'py, PyConvolutionDescriptor>,
+        gpu: impl FnOnce(
+                &CudnnContext,
+                crate::problem::RawProblem<'_>,
+            ) -> Result<crate::convolution::Engine>
+            + Send,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ops = operands(w, dy, dx, conv.get())?;
+        let engine = py
+            .detach(|| -> Result<crate::convolution::Engine> {
+                self.check_devices(&[ops.w, ops.dy, ops.dx])?;
+                let descs = ops.descs();
+                match self.inner.device {
+                    DeviceId::Cpu => crate::reference::device::engine_stand_in(&descs.problem()),
+                    DeviceId::Cuda(_) => gpu(&self.inner.gpu()?.ctx, descs.problem()),
+                }
+            })
+            .py_err(py)?;
+        engine_record(py, engine)
+    }
+
     /// The cuDNN version and GPU measurements on this handle depend on.
     fn environment(&self, py: Python<'_>) -> PyResult<String> {
         match self.inner.device {
