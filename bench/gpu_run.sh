@@ -12,7 +12,19 @@ cd "$(dirname "$0")/.."
 rm -rf .carry && mkdir -p .carry/bin .carry/wheels
 venv=${CUDNN_RS_VENV:-.venv}
 [ -x "$venv/bin/maturin" ] || { python3 -m venv "$venv"; "$venv/bin/pip" install -q -r requirements-dev.txt; }
-"$venv/bin/maturin" build --release -q -o .carry/wheels
+# The wheel the GPU runs test is the publishable one: abi3, manylinux_2_28 x86_64, linked
+# through zig as scripts/build_wheels.sh builds it (CUDNN_RS_PLAIN_WHEEL=1: a plain local
+# build instead, when zig cannot be installed).
+if [ "${CUDNN_RS_PLAIN_WHEEL:-0}" = 1 ]; then
+  "$venv/bin/maturin" build --release -q -o .carry/wheels
+else
+  tools=${CUDNN_RS_WHEEL_TOOLS:-target/wheel-tools}
+  [ -x "$tools/bin/python" ] || python3 -m venv "$tools"
+  "$tools/bin/python" -m pip install -q --disable-pip-version-check maturin==1.16.0 ziglang==0.15.2
+  PATH="$PWD/$tools/bin:$PATH" maturin build --release -q --zig --compatibility manylinux_2_28 \
+    --target x86_64-unknown-linux-gnu -o .carry/wheels
+  ls .carry/wheels/*manylinux_2_28_x86_64.whl >/dev/null
+fi
 # Rust test binaries (release), found through cargo's JSON messages.
 cargo test --release --no-run --message-format=json 2>/dev/null \
   | python3 -c '

@@ -4,6 +4,7 @@
 #   bash scripts/gpu_final.sh tests   # Rust GPU tests, pytest on the GPU, interop
 #   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
 #   bash scripts/gpu_final.sh all     # pytest on the GPU, then both benchmarks, shorter
+#   bash scripts/gpu_final.sh probe   # where training steps spend their time
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -16,6 +17,13 @@ python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .car
 export PYTHONPATH=/tmp/site
 pip_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
 fail=0
+wheel_check() { # the installed wheel (from a fresh --target), the Python, the demo
+  ls .carry/wheels/
+  python3 --version
+  python3 -c 'import cudnn_rs, sys; print(cudnn_rs.__version__, cudnn_rs.__file__)'
+  python3 -m cudnn_rs info && python3 -m cudnn_rs demo
+}
+export -f wheel_check
 run() {
   local name=$1 limit=$2; shift 2
   echo "=== $name"
@@ -27,6 +35,7 @@ run() {
 }
 case "${1:-tests}" in
 tests)
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
   TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
@@ -36,6 +45,7 @@ bench)
   TAIL=14 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.2
   ;;
 verify)
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
   for which in pip system; do
     if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
     [ -f "$lib" ] || continue
@@ -46,7 +56,11 @@ verify)
   TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
   TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.4
   ;;
+probe)
+  TAIL=200 run train_probe 420 python3 bench/train_probe.py ${PROBE_ARGS:-}
+  ;;
 all)
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
   TAIL=6 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.6
   TAIL=14 run broad 230 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.3

@@ -1,0 +1,225 @@
+"""Where a training step's time goes (issue 14, part 5): for a few model variants of
+bench/train.py, the same step through the Function with PyTorch's dgrad and with
+cudnn_rs's default, looked at two ways.
+
+1. Profile: one step per mode under torch.profiler. Step wall time, the GPU's kernel
+   time (sum), the wall time the GPU sat idle, the host calls that wait on the GPU or
+   allocate (synchronise, malloc, free), and the kernels whose time differs most.
+2. Layers: every convolution problem the step's backward pass meets (recorded in the
+   loop), timed alone, in a loop of calls as the step makes them: PyTorch's dgrad, then
+   cudnn_rs's dgrad exactly as bench/train.py calls it (imports and all), each by CUDA
+   events (so a host-bound call shows its host time). Sums weighted by how often the
+   step meets each problem, and the problems that differ most with our engine.
+
+Usage (GPU machine): python bench/train_probe.py [--variants resnet50:f16:nchw,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+
+import torch
+from broad import Timer
+from torch.profiler import ProfilerActivity, profile
+from train import (
+    MODELS,
+    Dispatch,
+    OursDgrad,
+    TorchDgrad,
+    Variant,
+    make_case,
+    prepare_model,
+    set_tf32,
+    train_step,
+)
+
+DTYPES = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
+DEFAULT_VARIANTS = (
+    "resnet50:f16:nchw,mobilenet_v3_large:f32:nchw,resnet50:tf32:cl,"
+    "mobilenet_v3_large:f32:cl,convnext_tiny:f16:nchw"
+)
+WAITS = ("Synchronize", "Malloc", "Free", "MemAlloc", "MemFree", "EventQuery")
+
+
+def parse_variant(text: str) -> tuple[str, Variant]:
+    model, dt, layout = text.split(":")
+    return model, Variant(DTYPES[dt], layout == "cl", dt == "tf32")
+
+
+class Recorder:
+    """A dgrad backend that records each problem it sees, then defers to PyTorch."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.seen: collections.Counter = collections.Counter()
+        self.inner = TorchDgrad()
+
+    def dgrad(self, gy, x, w, spec, mf):
+        key = (tuple(gy.shape), tuple(x.shape), tuple(w.shape), gy.dtype, spec, mf)
+        self.seen[key] += 1
+        return self.inner.dgrad(gy, x, w, spec, mf)
+
+
+def profile_step(case, backend) -> dict:
+    Dispatch.backend = backend
+    try:
+        for _ in range(3):
+            train_step(case)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            train_step(case)
+            torch.cuda.synchronize()
+            wall = (time.perf_counter() - t0) * 1e3
+    finally:
+        Dispatch.backend = None
+    kernels: collections.Counter = collections.Counter()
+    waits: collections.Counter = collections.Counter()
+    spans = []
+    for ev in prof.events():
+        dev_type = str(getattr(ev, "device_type", ""))
+        if dev_type.endswith("CUDA") and ev.time_range.elapsed_us() > 0:
+            kernels[ev.name[:90]] += ev.time_range.elapsed_us()
+            spans.append((ev.time_range.start, ev.time_range.end))
+        elif any(w in ev.name for w in WAITS):
+            waits[ev.name] += 1
+    spans.sort()
+    busy, end = 0.0, None
+    for s, e in spans:  # union of kernel intervals
+        if end is None or s > end:
+            busy += e - s
+            end = e
+        elif e > end:
+            busy += e - end
+            end = e
+    first = spans[0][0] if spans else 0
+    last = max((e for _, e in spans), default=0)
+    return {
+        "wall_ms": wall,
+        "kernel_ms": sum(kernels.values()) / 1e3,
+        "gpu_busy_ms": busy / 1e3,
+        "gpu_span_ms": (last - first) / 1e3,
+        "kernels": kernels,
+        "waits": dict(waits),
+    }
+
+
+def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]:
+    rows = []
+    torch_be = TorchDgrad()
+    for (gys, xs, ws, dt, spec, mf), count in rec.seen.items():
+        gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
+        x = torch.randn(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
+        w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
+        t_torch = timer.per_call_ms(lambda: torch_be.dgrad(gy, x, w, spec, mf))
+        t_ours = timer.per_call_ms(lambda: ours.dgrad(gy, x, w, spec, mf))
+        ref = torch_be.dgrad(gy, x, w, spec, mf).float()
+        got = ours.dgrad(gy, x, w, spec, mf).float()
+        err = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        engine = ""
+        try:
+            st = ours._state(x.device)
+            fmt = ours_fmt(mf)
+            h = st.handle
+            fma = dt == torch.float32 and not torch.backends.cudnn.allow_tf32
+            import cudnn_rs as cd
+
+            e = h.get_convolution_backward_data_default(
+                cd.Filter.from_dlpack(w, fmt, handle=h),
+                cd.Tensor.from_dlpack(gy, fmt, handle=h),
+                cd.Tensor.from_dlpack(torch.empty_like(x), fmt, handle=h),
+                ours._conv(spec, fma),
+            )
+            engine = f"eng{e.index} {e.knobs}"
+        except Exception as exc:  # the probe reports, never stops
+            engine = f"? {type(exc).__name__}"
+        rows.append(
+            {
+                "x": xs,
+                "w": ws,
+                "spec": (spec.stride, spec.padding, spec.dilation, spec.groups),
+                "count": count,
+                "torch_ms": t_torch,
+                "ours_ms": t_ours,
+                "rel_err": err,
+                "engine": engine,
+            }
+        )
+    return rows
+
+
+def ours_fmt(mf):
+    import cudnn_rs as cd
+
+    return cd.NCHW if mf == torch.contiguous_format else cd.NHWC
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS)
+    ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--no-layers", action="store_true")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("no CUDA device", file=sys.stderr)
+        return 2
+    gen = torch.Generator().manual_seed(5)
+    timer = Timer("cuda", reps=10, trials=5, warmup=3)
+    models = {m.name: m for m in MODELS}
+    bases: dict = {}
+    for text in args.variants.split(","):
+        name, v = parse_variant(text)
+        if name not in bases:
+            bases[name] = prepare_model(models[name], "cuda", False, False, gen)
+        base, x32, labels, _, _ = bases[name]
+        set_tf32(v.tf32)
+        case = make_case(base, x32, labels, v)
+        print(f"\n##### {text}", flush=True)
+        ours = OursDgrad(measured=False, cpu=False)
+        res = {}
+        for label, be in (("torch", TorchDgrad()), ("ours", ours)):
+            res[label] = p = profile_step(case, be)
+            print(
+                f"{label:6} wall {p['wall_ms']:7.2f} ms  kernels {p['kernel_ms']:7.2f}"
+                f"  gpu busy {p['gpu_busy_ms']:7.2f}  span {p['gpu_span_ms']:7.2f}"
+                f"  waits {p['waits']}"
+            )
+        kt, ko = res["torch"]["kernels"], res["ours"]["kernels"]
+        diff = sorted(
+            set(kt) | set(ko), key=lambda k: -abs(ko.get(k, 0) - kt.get(k, 0))
+        )
+        print("kernels differing most (us torch -> ours):")
+        for k in diff[: args.top]:
+            print(f"  {kt.get(k, 0):9.0f} -> {ko.get(k, 0):9.0f}  {k}")
+        if args.no_layers:
+            continue
+        rec = Recorder()
+        Dispatch.backend = rec
+        try:
+            train_step(case)
+            torch.cuda.synchronize()
+        finally:
+            Dispatch.backend = None
+        rows = layer_times(rec, ours, timer, "cuda")
+        st = sum(r["torch_ms"] * r["count"] for r in rows)
+        so = sum(r["ours_ms"] * r["count"] for r in rows)
+        print(
+            f"dgrad alone, {len(rows)} problems: torch {st:.2f} ms, ours {so:.2f} ms"
+            f" per step; worst rel err {max(r['rel_err'] for r in rows):.1e}"
+        )
+        rows.sort(key=lambda r: -(r["ours_ms"] - r["torch_ms"]) * r["count"])
+        for r in rows[: args.top]:
+            print(
+                f"  x{r['x']} w{r['w']} {r['spec']} x{r['count']}: torch"
+                f" {r['torch_ms']:.4f} ours {r['ours_ms']:.4f}  {r['engine']}"
+            )
+        set_tf32(True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
