@@ -4,6 +4,7 @@
 # tool carries to the GPU machine, where bench/gpu_remote.sh runs them in one call:
 #
 #   bench/gpu_run.sh            # build + stage
+#   CUDNN_RS_WHEEL_ONLY=1 bench/gpu_run.sh   # the wheel alone (pytest, benchmarks)
 #   (device) run: bash bench/gpu_remote.sh    carry: [".carry"]
 #
 # The GPU machine has no cargo and no network; everything it needs is staged here.
@@ -24,6 +25,9 @@ else
   PATH="$PWD/$tools/bin:$PATH" maturin build --release -q --zig --compatibility manylinux_2_28 \
     --target x86_64-unknown-linux-gnu -o .carry/wheels
   ls .carry/wheels/*manylinux_2_28_x86_64.whl >/dev/null
+fi
+if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then  # benchmarks and pytest need no more
+  du -sh .carry; ls -la .carry/wheels; exit 0
 fi
 # Rust test binaries (release), found through cargo's JSON messages.
 cargo test --release --no-run --message-format=json 2>/dev/null \

@@ -4,7 +4,8 @@ Each line: microseconds per iteration of a Python loop (N iterations, one synchr
 the end), on a tiny problem (1x4x8x8, 3x3: the GPU work is a few microseconds, so the
 loop measures the host) and on a ResNet-50 layer (32x256x14x14, 3x3, f16 channels-last).
 
-Usage: python bench/host_overhead.py [N]
+Usage: python bench/host_overhead.py [N] [LOOP]   (LOOP: run only the loops whose name
+has this text, on the tiny problem: for a profiler such as py-spy --native)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def per_iter_us(f, n: int) -> float:
     return (time.perf_counter() - t) / n * 1e6
 
 
-def case(label: str, shape, wshape, dtype, mf, n: int) -> None:
+def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     x = torch.randn(shape, device="cuda", dtype=dtype).to(memory_format=mf)
     w = torch.randn(wshape, device="cuda", dtype=dtype).to(memory_format=mf)
     dy = torch.randn_like(torch.nn.functional.conv2d(x, w, None, 1, 1)).to(
@@ -72,6 +73,31 @@ def case(label: str, shape, wshape, dtype, mf, n: int) -> None:
     def input_grad() -> None:
         cd.conv_input_grad(tuple(x.shape), w, dy, 1, 1)
 
+    # Training loops hand over new tensors every call: 8 grad_outputs (and results) in
+    # turn, so no two consecutive calls share addresses (CUDA-graph replay never hits).
+    dys = [dy.clone(memory_format=mf) for _ in range(8)]
+    turn = [0]
+
+    def input_grad_turns() -> None:
+        turn[0] = (turn[0] + 1) % 8
+        cd.conv_input_grad(tuple(x.shape), w, dys[turn[0]], 1, 1)
+
+    def torch_dgrad_turns() -> None:
+        turn[0] = (turn[0] + 1) % 8
+        torch.ops.aten.convolution_backward(
+            dys[turn[0]],
+            x,
+            w,
+            None,
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [True, False, False],
+        )
+
     def torch_dgrad() -> None:
         torch.ops.aten.convolution_backward(
             dy,
@@ -95,7 +121,11 @@ def case(label: str, shape, wshape, dtype, mf, n: int) -> None:
         ("fresh imports + query + explicit call", fresh_explicit),
         ("one-call API", one_call),
         ("conv_input_grad (torch in, torch out)", input_grad),
+        ("torch dgrad, 8 grad_outputs in turn", torch_dgrad_turns),
+        ("conv_input_grad, 8 grad_outputs in turn", input_grad_turns),
     ]:
+        if only and only not in name:
+            continue
         try:
             print(f"{label:28s} {name:42s} {per_iter_us(f, n):9.1f} us", flush=True)
         except Exception as exc:  # a broken path is a line, not the end of the run
@@ -104,6 +134,18 @@ def case(label: str, shape, wshape, dtype, mf, n: int) -> None:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    only = sys.argv[2] if len(sys.argv) > 2 else ""
+    if only:  # one loop on the tiny problem (for a profiler)
+        case(
+            "tiny 1x4x8x8 f32",
+            (1, 4, 8, 8),
+            (4, 4, 3, 3),
+            torch.float32,
+            torch.contiguous_format,
+            n,
+            only,
+        )
+        return
     case(
         "tiny 1x4x8x8 f32",
         (1, 4, 8, 8),

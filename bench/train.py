@@ -12,10 +12,12 @@ batch, interleaved step by step:
   fn+torch        every convolution through a torch.autograd.Function whose backward
                   computes the input gradient with PyTorch's dgrad
                   (aten.convolution_backward, output mask [True, False, False])
-  fn+ours         the same Function with cudnn_rs's default choice (explicit API,
-                  DefaultAlgo, or BestEngine on builds without it)
-  fn+ours meas.   the same with a Handle(benchmark=True) (or, without that option, the
-                  faster of the engine and legacy finds, per problem)
+  fn+ours         the same Function with cudnn_rs's default choice through
+                  cudnn_rs.conv_input_grad, as cudnn_rs.torch runs it (--device cpu, or
+                  builds without it: the explicit API with DefaultAlgo / BestEngine)
+  fn+ours meas.   the same with the measured tier (conv_input_grad while
+                  torch.backends.cudnn.benchmark is on, switched on around our call
+                  only; explicit API: a Handle(benchmark=True))
 Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
 b]). Step time: median over --steps steps after --warmup steps per mode, each step
 synchronised. Gradient check: one step with the input gradient on, the cudnn_rs Function
@@ -307,6 +309,34 @@ class OursDgrad:
         ws = self._workspace(st, size or 0)
         h.convolution_backward_data(1.0, wc, dyc, conv, algo, ws, 0.0, dxc)
         return dx
+
+
+class ArrayDgrad:
+    """cudnn_rs.conv_input_grad, as cudnn_rs.torch calls it: PyTorch's tensors, stream
+    and allocator; the default choice, or (measured) the measured tier, which
+    conv_input_grad runs while torch.backends.cudnn.benchmark is on (switched on here
+    around our call only, so that PyTorch's own convolutions stay as they are)."""
+
+    def __init__(self, measured: bool) -> None:
+        self.measured = measured
+        self.name = "fn+ours measured" if measured else "fn+ours"
+        self.how = (
+            "conv_input_grad, torch.backends.cudnn.benchmark on around it"
+            if measured
+            else "conv_input_grad (default choice)"
+        )
+
+    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+        args = (spec.stride, spec.padding, spec.dilation, spec.groups)
+        if not self.measured:
+            return cd.conv_input_grad(x.shape, w, gy, *args)
+        flags = torch.backends.cudnn
+        before = flags.benchmark
+        flags.benchmark = True
+        try:
+            return cd.conv_input_grad(x.shape, w, gy, *args)
+        finally:
+            flags.benchmark = before
 
 
 class ConvFn(torch.autograd.Function):
@@ -713,8 +743,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = [m for m in MODELS if not args.models or m.name in args.models.split(",")]
     variants = QUICK_VARIANTS if args.quick else VARIANTS
 
-    ours = OursDgrad(measured=False, cpu=cpu)
-    ours_measured = OursDgrad(measured=True, cpu=cpu)
+    if cpu or not hasattr(cd, "conv_input_grad"):
+        ours = OursDgrad(measured=False, cpu=cpu)
+        ours_measured = OursDgrad(measured=True, cpu=cpu)
+    else:
+        ours, ours_measured = ArrayDgrad(False), ArrayDgrad(True)
     modes = {
         "plain": None,
         "fn_torch": TorchDgrad(),

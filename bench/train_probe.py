@@ -11,13 +11,20 @@ cudnn_rs's default, looked at two ways.
    events (so a host-bound call shows its host time). Sums weighted by how often the
    step meets each problem, and the problems that differ most with our engine.
 
-Usage (GPU machine): python bench/train_probe.py [--variants resnet50:f16:nchw,...]
+0. Steps: the median wall time of synchronised steps per dgrad backend (PyTorch's,
+   cudnn_rs's explicit API as bench/train.py used it, conv_input_grad, conv_input_grad
+   measured), the host time spent inside the dgrad calls, and garbage collections.
+
+Usage (GPU machine):
+  python bench/train_probe.py [--variants resnet50:f16:nchw,...] [--profile] [--layers]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import gc
+import statistics
 import sys
 import time
 
@@ -26,6 +33,7 @@ from broad import Timer
 from torch.profiler import ProfilerActivity, profile
 from train import (
     MODELS,
+    ArrayDgrad,
     Dispatch,
     OursDgrad,
     TorchDgrad,
@@ -62,6 +70,50 @@ class Recorder:
         key = (tuple(gy.shape), tuple(x.shape), tuple(w.shape), gy.dtype, spec, mf)
         self.seen[key] += 1
         return self.inner.dgrad(gy, x, w, spec, mf)
+
+
+class HostClock:
+    """Wraps a backend: the host time its dgrad calls take, summed."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.seconds, self.calls = inner, inner.name, 0.0, 0
+
+    def dgrad(self, gy, x, w, spec, mf):
+        t0 = time.perf_counter()
+        try:
+            return self.inner.dgrad(gy, x, w, spec, mf)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.calls += 1
+
+
+def wall_steps(case, backend, steps: int) -> dict:
+    """Median wall time of synchronised steps, the host time inside dgrad per step,
+    and the garbage collections during them."""
+    clock = HostClock(backend)
+    Dispatch.backend = clock
+    try:
+        for _ in range(3):
+            train_step(case)
+        torch.cuda.synchronize()
+        clock.seconds, clock.calls = 0.0, 0
+        gcs = sum(s["collections"] for s in gc.get_stats())
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            train_step(case)
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3)
+        gcs = sum(s["collections"] for s in gc.get_stats()) - gcs
+    finally:
+        Dispatch.backend = None
+    return {
+        "wall_ms": statistics.median(times),
+        "min_ms": min(times),
+        "dgrad_host_ms": clock.seconds * 1e3 / steps,
+        "dgrad_us_per_call": clock.seconds * 1e6 / max(clock.calls, 1),
+        "gc": gcs,
+    }
 
 
 def profile_step(case, backend) -> dict:
@@ -115,8 +167,9 @@ def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]
         gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
         x = torch.randn(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
         w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
-        t_torch = timer.per_call_ms(lambda: torch_be.dgrad(gy, x, w, spec, mf))
-        t_ours = timer.per_call_ms(lambda: ours.dgrad(gy, x, w, spec, mf))
+        call = (gy, x, w, spec, mf)
+        t_torch = timer.per_call_ms(lambda c=call: torch_be.dgrad(*c))
+        t_ours = timer.per_call_ms(lambda c=call: ours.dgrad(*c))
         ref = torch_be.dgrad(gy, x, w, spec, mf).float()
         got = ours.dgrad(gy, x, w, spec, mf).float()
         err = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
@@ -162,7 +215,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default=DEFAULT_VARIANTS)
     ap.add_argument("--top", type=int, default=8)
-    ap.add_argument("--no-layers", action="store_true")
+    ap.add_argument("--layers", action="store_true", help="time each dgrad alone")
+    ap.add_argument("--profile", action="store_true", help="profile one step per mode")
+    ap.add_argument("--steps", type=int, default=7)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
@@ -180,8 +235,25 @@ def main(argv=None) -> int:
         case = make_case(base, x32, labels, v)
         print(f"\n##### {text}", flush=True)
         ours = OursDgrad(measured=False, cpu=False)
+        backends = {
+            "torch": TorchDgrad(),
+            "explicit": ours,
+            "array": ArrayDgrad(False),
+            "array_measured": ArrayDgrad(True),
+        }
+        for rnd in range(2):
+            for label, be in backends.items():
+                w = wall_steps(case, be, args.steps)
+                print(
+                    f"{label:15} step {w['wall_ms']:7.2f} ms (min {w['min_ms']:7.2f})"
+                    f"  dgrad host {w['dgrad_host_ms']:6.2f} ms/step"
+                    f" ({w['dgrad_us_per_call']:5.1f} us/call)  gc {w['gc']}  round {rnd}",
+                    flush=True,
+                )
+        if not args.profile:
+            continue
         res = {}
-        for label, be in (("torch", TorchDgrad()), ("ours", ours)):
+        for label, be in (("torch", TorchDgrad()), ("ours", ArrayDgrad(False))):
             res[label] = p = profile_step(case, be)
             print(
                 f"{label:6} wall {p['wall_ms']:7.2f} ms  kernels {p['kernel_ms']:7.2f}"
@@ -195,7 +267,7 @@ def main(argv=None) -> int:
         print("kernels differing most (us torch -> ours):")
         for k in diff[: args.top]:
             print(f"  {kt.get(k, 0):9.0f} -> {ko.get(k, 0):9.0f}  {k}")
-        if args.no_layers:
+        if not args.layers:
             continue
         rec = Recorder()
         Dispatch.backend = rec

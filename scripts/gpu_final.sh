@@ -57,6 +57,7 @@ verify)
   TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.4
   ;;
 probe)
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
   TAIL=200 run train_probe 420 python3 bench/train_probe.py ${PROBE_ARGS:-}
   ;;
 all)

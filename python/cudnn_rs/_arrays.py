@@ -26,6 +26,7 @@ from ._native import (
     Tensor,
     UnsupportedConfigurationError,
     _convolution_backward_data_into,
+    _torch_input_grad,
     bf16,
     convolution_backward_data,
     f16,
@@ -39,16 +40,17 @@ _A = TypeVar("_A")
 
 _FLOATS = (f32, f64, f16, bf16)
 _FLOAT_NAMES = "float32, float64, float16 or bfloat16"
-# Handles by (device ordinal, raw stream or None for the handle's own stream): a handle
-# per stream keeps concurrent callers on different streams apart, and its workspace
-# and plan caches warm. Bounded: the oldest entry goes first.
+# Handles by (device ordinal, raw stream or None for the handle's own stream, measured
+# or not): a handle per stream keeps concurrent callers on different streams apart, and
+# its workspace and plan caches warm. Bounded: the oldest entry goes first.
 _MAX_HANDLES = 32
-_handles: dict[tuple[int, int | None], Handle] = {}
+_handles: dict[tuple[int, int | None, bool], Handle] = {}
 _cpu_handle: list[Handle] = []
 # ConvolutionDescriptors by (padding, stride, dilation, groups, mode, comp, math).
 _MAX_DESCRIPTORS = 256
 _descriptors: dict[tuple[Any, ...], ConvolutionDescriptor[Any, Any]] = {}
 _lock = threading.Lock()
+_CROSS_CORRELATION = ConvolutionMode.CrossCorrelation
 
 
 # ---------------------------------------------------------------- libraries
@@ -128,14 +130,16 @@ def _cpu() -> Handle:
     return _cpu_handle[0]
 
 
-def _cuda_handle(ordinal: int, stream: Any | None, raw: int | None) -> Handle:
-    key = (ordinal, raw)
+def _cuda_handle(
+    ordinal: int, stream: Any | None, raw: int | None, benchmark: bool = False
+) -> Handle:
+    key = (ordinal, raw, benchmark)
     h = _handles.get(key)
     if h is None:
         with _lock:
             h = _handles.get(key)
             if h is None:
-                h = Handle(device=ordinal, stream=stream)
+                h = Handle(device=ordinal, stream=stream, benchmark=benchmark)
                 if len(_handles) >= _MAX_HANDLES:
                     _handles.pop(next(iter(_handles)))
                 _handles[key] = h
@@ -385,12 +389,28 @@ def conv_input_grad(
     ``math=None``: for PyTorch float32 input, ``torch.backends.cudnn.allow_tf32``
     decides (True: ``MathType.Default``, which allows TF32; False: ``MathType.Fma``);
     otherwise ``MathType.Default``. ``algo=None``: the library's default choice, as
-    the one-call ``convolution_backward_data``.
+    the one-call ``convolution_backward_data``; for PyTorch CUDA input it is measured
+    (as ``Handle(benchmark=True)``: timed once per problem, then kept) while
+    ``torch.backends.cudnn.benchmark`` is on, as PyTorch's own convolutions are.
 
     ``out``: an array of ``grad_output``'s library (not JAX), of shape
     ``input_shape``, grad_output's dtype and device, dense, not overlapping the
     inputs; checked before anything runs, and left untouched when the call fails.
     """
+    if (
+        out is None
+        and handle is None
+        and algo is None
+        and math is None
+        and mode == _CROSS_CORRELATION
+    ):
+        # PyTorch CUDA tensors with the defaults: one native call (None: anything else,
+        # which the general path below handles and reports).
+        fast = _torch_input_grad(
+            input_shape, weight, grad_output, stride, padding, dilation, groups
+        )
+        if fast is not None:
+            return fast  # type: ignore[no-any-return]
     lib = _library(grad_output)
     wlib = _library(weight)
     dev = _device(grad_output, lib, "grad_output")
@@ -429,7 +449,8 @@ def conv_input_grad(
         h = _cuda_handle(0, None, None)
     else:
         stream, raw = _producer_stream(grad_output, lib, dev[1])
-        h = _cuda_handle(dev[1], stream, raw)
+        bench = lib == "torch" and bool(sys.modules["torch"].backends.cudnn.benchmark)
+        h = _cuda_handle(dev[1], stream, raw, bench)
         own_stream = raw is not None
 
     dy = _import(grad_output, Tensor, lib, h, own_stream)

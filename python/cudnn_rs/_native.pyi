@@ -72,6 +72,7 @@ __all__ = [
     "_cudnn_origin",
     "_driver_info",
     "_gpus",
+    "_torch_input_grad",
     "bf16",
     "convolution_backward_data",
     "cuda_available",
@@ -3679,6 +3680,19 @@ def _convolution_backward_data_into(
 ) -> None:
     """The one-call API writing into ``dx``: same default algorithm choice, the
     handle's cached workspace; every check runs before anything is written."""
+
+def _torch_input_grad(
+    input_shape: Any,
+    weight: Any,
+    grad_output: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: Any,
+) -> Any | None:
+    """``conv_input_grad``'s PyTorch path in one call: the input gradient of PyTorch
+    CUDA tensors as a new PyTorch tensor, on PyTorch's current stream with the default
+    choice; None for any other operands (the general path then runs)."""
 
 BOUND_CUDNN_VERSION: Final[tuple[int, int, int]]
 """The cuDNN version (major, minor, patch) the crate's bindings are written against."""

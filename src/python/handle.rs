@@ -28,7 +28,16 @@ pub(crate) struct Operands<'a> {
     conv: Arc<crate::convolution::RawConvolutionDescriptor>,
 }
 
-impl Operands<'_> {
+impl<'a> Operands<'a> {
+    pub(crate) fn new(
+        w: &'a Arc<TensorCore>,
+        dy: &'a Arc<TensorCore>,
+        dx: &'a Arc<TensorCore>,
+        conv: Arc<crate::convolution::RawConvolutionDescriptor>,
+    ) -> Self {
+        Self { w, dy, dx, conv }
+    }
+
     fn descs(&self) -> Descs<'_> {
         Descs {
             w: &self.w.desc,
@@ -158,7 +167,12 @@ impl PyHandle {
 
     /// The one-call API: a fresh dx, the library's default choice (or the given
     /// algorithm), the handle's cached workspace grown as needed.
-    fn one_call(&self, ops: &Operands<'_>, sel: Option<&SelectedAlgo>, alpha: f64) -> Result<()> {
+    pub(crate) fn one_call(
+        &self,
+        ops: &Operands<'_>,
+        sel: Option<&SelectedAlgo>,
+        alpha: f64,
+    ) -> Result<()> {
         let sel = sel.copied().unwrap_or_else(SelectedAlgo::default_choice);
         // Table, ranks and shapes before anything is planned, allocated or written.
         self.check_devices(&[ops.w, ops.dy, ops.dx])?;

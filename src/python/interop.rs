@@ -259,6 +259,7 @@ fn foreign_core(
     role: Role,
     owner: ForeignOwner,
     producer_stream: Option<usize>,
+    check_extent: bool,
 ) -> Result<TensorCore> {
     let format = resolve_format(&view.shape, view.strides.as_deref(), format)?;
     let desc = RawDescriptor::new(role, view.dtype, format, &view.shape)?;
@@ -276,7 +277,7 @@ fn foreign_core(
             view.address
         )));
     }
-    if let (DeviceId::Cuda(ordinal), Some(ctx)) = (device, ctx.as_ref()) {
+    if let (true, DeviceId::Cuda(ordinal), Some(ctx)) = (check_extent, device, ctx.as_ref()) {
         check_device_range(ctx, ordinal, view.address, nbytes)?;
     }
     let mut memory = ForeignMemory::new(view.address, nbytes, view.read_only, ctx, owner);
@@ -339,15 +340,13 @@ pub(crate) fn import(
     )))
 }
 
-/// `torch.cuda.current_stream`, looked up once.
-static TORCH_CURRENT_STREAM: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-
 /// A PyTorch CUDA tensor on the handle's device, while PyTorch's current stream there is
-/// the handle's: read in place (data pointer, shape, strides, dtype) instead of a DLPack
-/// round trip, which costs PyTorch tens of microseconds in Python per tensor. The tensor
-/// object is kept alive as the owner, and the memory is marked as used by the producer
-/// on our stream, so releasing it needs no wait. Anything else (another device or
-/// stream, a dtype we do not map, no handle): `None`, and the DLPack path takes it.
+/// the handle's: read in place (data pointer, shape, strides, dtype; see `torch_fast`)
+/// instead of a DLPack round trip, which costs PyTorch tens of microseconds in Python per
+/// tensor. The tensor object is kept alive as the owner, and the memory is marked as used
+/// by the producer on our stream, so releasing it needs no wait. Anything else (another
+/// device or stream, a dtype we do not map, no handle): `None`, and the DLPack path takes
+/// it.
 fn import_torch(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
@@ -361,69 +360,60 @@ fn import_torch(
     let DeviceId::Cuda(ordinal) = h.inner.device else {
         return Ok(None);
     };
-    let ty = obj.get_type();
-    let module = ty.module()?;
-    if !module.to_str()?.starts_with("torch") || !obj.hasattr("data_ptr")? {
-        return Ok(None);
-    }
-    // Dense (strided) tensors only: sparse, quantized or meta tensors take the DLPack
-    // path, which refuses them with the producer's own error.
-    if obj.getattr("layout")?.str()?.to_str()? != "torch.strided" {
-        return Ok(None);
-    }
-    let Ok(index) = obj.call_method0("get_device")?.extract::<i64>() else {
+    let Some(api) = super::torch_fast::torch_api(py) else {
         return Ok(None);
     };
-    if usize::try_from(index).ok() != Some(ordinal) {
+    let Some(t) = api.read(obj) else {
+        return Ok(None);
+    };
+    if t.ordinal != ordinal {
         return Ok(None);
     }
-    let dtype = match obj.getattr("dtype")?.str()?.to_str()? {
-        "torch.float32" => DType::F32,
-        "torch.float64" => DType::F64,
-        "torch.float16" => DType::F16,
-        "torch.bfloat16" => DType::BF16,
-        "torch.int8" => DType::I8,
-        "torch.uint8" => DType::U8,
-        "torch.int32" => DType::I32,
-        "torch.int64" => DType::I64,
-        _ => return Ok(None),
-    };
-    let (ctx, stream) = handle_gpu(h).py_err(py)?;
-    let current = TORCH_CURRENT_STREAM.get_or_try_init(py, || {
-        py.import("torch.cuda")?
-            .getattr("current_stream")
-            .map(Bound::unbind)
-    })?;
-    let theirs: usize = current
-        .call1(py, (index,))?
-        .getattr(py, "cuda_stream")?
-        .extract(py)?;
+    let theirs = api.current_raw_stream(py, ordinal)?;
+    let (_, stream) = handle_gpu(h).py_err(py)?;
     if theirs != stream.cu_stream() as usize {
         return Ok(None);
     }
+    torch_core(py, h, &t, obj, format, role, theirs).map(Some)
+}
+
+/// A tensor over a PyTorch tensor's memory, as PyTorch describes it (`t`, read from
+/// `obj`), used on `stream`, PyTorch's current stream and the handle's. The device and
+/// extent lookups of other imports are skipped: PyTorch's own tensor vouches that its
+/// `data_ptr()` and strides lie inside one allocation on its device.
+pub(crate) fn torch_core(
+    py: Python<'_>,
+    h: &PyHandle,
+    t: &super::torch_fast::TorchTensor,
+    obj: &Bound<'_, PyAny>,
+    format: Option<Format>,
+    role: Role,
+    stream: usize,
+) -> PyResult<TensorCore> {
+    let (ctx, _) = handle_gpu(h).py_err(py)?;
     let view = dlpack::DlView {
-        address: obj.call_method0("data_ptr")?.extract()?,
+        address: t.address,
         device: DLDevice {
             device_type: KDL_CUDA,
-            device_id: i32::try_from(index).unwrap_or(i32::MAX),
+            device_id: i32::try_from(t.ordinal).unwrap_or(i32::MAX),
         },
-        dtype,
-        shape: obj.getattr("shape")?.extract()?,
-        strides: Some(obj.call_method0("stride")?.extract()?),
+        dtype: t.dtype,
+        shape: t.shape.clone(),
+        strides: Some(t.strides.clone()),
         read_only: false,
     };
     let owner = ForeignOwner::new(None, Some(obj.clone().unbind()));
-    let core = foreign_core(
+    foreign_core(
         &view,
-        DeviceId::Cuda(ordinal),
+        DeviceId::Cuda(t.ordinal),
         Some(ctx),
         format,
         role,
         owner,
-        Some(theirs),
+        Some(stream),
+        false,
     )
-    .py_err(py)?;
-    Ok(Some(core))
+    .py_err(py)
 }
 
 fn import_dlpack(
@@ -486,7 +476,7 @@ fn import_managed(
         DeviceId::Cpu => None,
         DeviceId::Cuda(n) => Some(context_for(handle, n).py_err(py)?),
     };
-    foreign_core(&view, device, ctx, format, role, owner, None).py_err(py)
+    foreign_core(&view, device, ctx, format, role, owner, None, true).py_err(py)
 }
 
 /// The element type of a `__cuda_array_interface__` typestr.
@@ -650,6 +640,7 @@ fn import_cai(
         role,
         ForeignOwner::new(None, Some(obj.clone().unbind())),
         None,
+        true,
     )
     .py_err(py)?;
     // The producer's pending work on its stream comes first: our stream waits for it

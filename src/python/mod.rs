@@ -18,6 +18,7 @@ mod selection;
 mod storage;
 mod streams;
 mod tensor;
+mod torch_fast;
 
 use pyo3::prelude::*;
 
@@ -79,6 +80,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         handle::_convolution_backward_data_into,
         m
     )?)?;
+    m.add_function(wrap_pyfunction!(torch_fast::_torch_input_grad, m)?)?;
     m.add("BOUND_CUDNN_VERSION", crate::library::BOUND_CUDNN_VERSION)?;
     Ok(())
 }

@@ -98,6 +98,66 @@ def test_torch_tensors(
     assert_close(out.float().cpu().numpy(), ref.cpu().numpy(), dtype, "torch out=")
 
 
+def test_torch_fast_path_runs_the_defaults_and_declines_the_rest(
+    rng: np.random.Generator, torch: ModuleType, no_tf32: Any
+) -> None:
+    """The one native call conv_input_grad makes for PyTorch CUDA tensors: a tensor
+    equal to PyTorch's for plain calls; None (the general path runs and reports) for
+    every operand it does not handle."""
+    from cudnn_rs import _native
+
+    x_shape, w_shape, dy_shape, p = _params(CASES["2d-strided-grouped"])
+    w = torch.from_numpy(nonzero_values(rng, w_shape, "f32")).cuda()
+    dy = torch.from_numpy(nonzero_values(rng, dy_shape, "f32")).cuda()
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    got = _native._torch_input_grad(x_shape, w.requires_grad_(), dy, *args)
+    assert isinstance(got, torch.Tensor) and tuple(got.shape) == x_shape
+    ref = _torch_ref(torch, x_shape, w.detach(), dy, p).cpu().numpy()
+    assert_close(got.cpu().numpy(), ref, "f32", "fast path")
+    # Ints for the parameters, and a torch.Size for the shape, as autograd passes them.
+    got = _native._torch_input_grad(torch.Size(x_shape), w, dy, 2, 1, 1, p.groups)
+    assert_close(got.cpu().numpy(), ref, "f32", "fast path, int parameters")
+    declined = {
+        "CPU tensors": (x_shape, w.detach().cpu(), dy.cpu(), *args),
+        "mixed dtypes": (x_shape, w.detach().half(), dy, *args),
+        "integer dtypes": (x_shape, w.detach().int(), dy.int(), *args),
+        "strides of neither layout": (x_shape, w, dy.transpose(2, 3), *args),
+        "rank of input_shape": (x_shape[:3], w, dy, *args),
+        "bool groups": (x_shape, w, dy, p.stride, p.padding, p.dilation, True),
+        "three strides for 2-d": (x_shape, w, dy, (1, 1, 1), p.padding, p.dilation, 2),
+        "NumPy arrays": (x_shape, w.detach().cpu().numpy(), dy.cpu().numpy(), *args),
+    }
+    for why, call in declined.items():
+        assert _native._torch_input_grad(*call) is None, why
+    # torch.backends.cudnn.benchmark on: the measured tier, same result.
+    old = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = True
+        got = cd.conv_input_grad(x_shape, w, dy, *args)
+        assert_close(got.cpu().numpy(), ref, "f32", "fast path, benchmark=True")
+    finally:
+        torch.backends.cudnn.benchmark = old
+
+
+def test_torch_fast_path_follows_the_current_stream(
+    rng: np.random.Generator, torch: ModuleType, no_tf32: Any
+) -> None:
+    """Two streams in turn: each call is ordered after the work queued on the stream
+    current at the time (a handle per stream), and the results stay right."""
+    x_shape, w_shape, dy_shape, p = _params(CASES["2d"])
+    w = torch.from_numpy(nonzero_values(rng, w_shape, "f32")).cuda()
+    src = torch.from_numpy(nonzero_values(rng, dy_shape, "f32")).cuda()
+    ref = _torch_ref(torch, x_shape, w, src, p).cpu().numpy()
+    torch.cuda.synchronize()
+    for s in (torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.current_stream()):
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(50_000_000)
+            dy = src.mul(1.0)  # written on s after the sleep
+            gx = cd.conv_input_grad(x_shape, w, dy, 1, 1)
+            result = gx.cpu()
+        assert_close(result.numpy(), ref, "f32", f"stream {s.cuda_stream:#x}")
+
+
 def test_torch_result_is_ordered_on_the_current_stream(
     rng: np.random.Generator, torch: ModuleType, no_tf32: Any
 ) -> None:
