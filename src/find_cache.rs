@@ -47,6 +47,20 @@ pub fn key(descs: &RawProblem<'_>, max_ws: Option<usize>, deterministic: bool) -
     )
 }
 
+/// The key of an engine autotune: [`key`] with the candidate limit and time budget.
+pub fn engine_key(
+    p: &RawProblem<'_>,
+    max_ws: Option<usize>,
+    deterministic: bool,
+    limit: usize,
+    budget: Option<std::time::Duration>,
+) -> String {
+    format!(
+        "engines limit {limit} budget {budget:?} | {}",
+        key(p, max_ws, deterministic)
+    )
+}
+
 /// One measured result: a legacy algorithm or a graph-API engine.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(clippy::large_enum_variant)] // a few per cached problem; kept `Copy`
@@ -156,6 +170,37 @@ impl FindCache {
         let found = measure()?;
         self.insert(key, found.iter().copied().map(T::wrap).collect());
         Ok(found)
+    }
+
+    /// A legacy find through the cache: the measurement cached for the problem, cap and
+    /// determinism request (unless `use_cache` is false), else `measure`'s, then cached.
+    /// The policy every find follows, typed Rust and Python alike.
+    pub fn algorithms(
+        &self,
+        p: &RawProblem<'_>,
+        max_ws: Option<usize>,
+        deterministic: bool,
+        use_cache: bool,
+        measure: impl FnOnce() -> Result<Vec<BestHeuristic>>,
+    ) -> Result<Vec<BestHeuristic>> {
+        self.get_or_measure(key(p, max_ws, deterministic), use_cache, measure)
+    }
+
+    /// An engine autotune through the cache, as [`Self::algorithms`]; the entry is also
+    /// keyed by the candidate limit and the time budget, which shape the list.
+    #[allow(clippy::too_many_arguments)]
+    pub fn engines(
+        &self,
+        p: &RawProblem<'_>,
+        max_ws: Option<usize>,
+        deterministic: bool,
+        limit: usize,
+        budget: Option<std::time::Duration>,
+        use_cache: bool,
+        measure: impl FnOnce() -> Result<Vec<Engine>>,
+    ) -> Result<Vec<Engine>> {
+        let key = engine_key(p, max_ws, deterministic, limit, budget);
+        self.get_or_measure(key, use_cache, measure)
     }
 
     pub fn insert(&self, key: String, found: Vec<Found>) {
@@ -319,6 +364,108 @@ pub fn load_text(text: &str, environment: &str, source: &str) -> Result<Loaded> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn problem_parts() -> (
+        crate::tensor::RawDescriptor,
+        crate::tensor::RawDescriptor,
+        crate::tensor::RawDescriptor,
+        crate::convolution::RawConvolutionDescriptor,
+    ) {
+        use crate::data_type::DType;
+        use crate::tensor::{Format, RawDescriptor, Role};
+        let t = |role, shape: &[usize]| {
+            RawDescriptor::new(role, DType::F32, Format::Nchw, shape).unwrap()
+        };
+        let params = crate::convolution::ConvParams::new(
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            1,
+            crate::convolution::ConvolutionMode::CrossCorrelation,
+        )
+        .unwrap();
+        let conv = crate::convolution::RawConvolutionDescriptor::new(
+            params,
+            DType::F32,
+            MathType::Default,
+        )
+        .unwrap();
+        (
+            t(Role::Filter, &[4, 2, 3, 3]),
+            t(Role::Tensor, &[1, 4, 5, 5]),
+            t(Role::Tensor, &[1, 2, 5, 5]),
+            conv,
+        )
+    }
+
+    #[test]
+    fn a_repeated_find_is_served_from_the_cache() {
+        // The policy every find follows (typed Rust finds and Python's): measure once
+        // per problem, cap, determinism (and, for engines, limit and budget).
+        let (w, dy, dx, conv) = problem_parts();
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        let cache = FindCache::default();
+        let measured = std::cell::Cell::new(0);
+        let algo = BestHeuristic::new(
+            BwdDataAlgo::Algo1,
+            0.5,
+            0,
+            Determinism::Deterministic,
+            MathType::Fma,
+        );
+        let measure = || {
+            measured.set(measured.get() + 1);
+            Ok(vec![algo])
+        };
+        assert_eq!(
+            cache.algorithms(&p, None, false, true, measure).unwrap(),
+            vec![algo]
+        );
+        assert_eq!(
+            cache.algorithms(&p, None, false, true, measure).unwrap(),
+            vec![algo]
+        );
+        assert_eq!(measured.get(), 1);
+        // Another cap or determinism request is another entry; `use_cache = false`
+        // measures again.
+        cache.algorithms(&p, Some(0), false, true, measure).unwrap();
+        cache.algorithms(&p, None, true, true, measure).unwrap();
+        cache.algorithms(&p, None, false, false, measure).unwrap();
+        assert_eq!((measured.get(), cache.len()), (4, 3));
+        let engine = Engine::new(
+            EngineConfig::new(3, &[]).unwrap(),
+            0.25,
+            0,
+            Determinism::Deterministic,
+            MathType::Fma,
+        );
+        let engines = || {
+            measured.set(measured.get() + 1);
+            Ok(vec![engine])
+        };
+        for _ in 0..2 {
+            let found = cache
+                .engines(&p, None, false, 4, None, true, engines)
+                .unwrap();
+            assert_eq!(found, vec![engine]);
+        }
+        assert_eq!((measured.get(), cache.len()), (5, 4));
+        cache
+            .engines(&p, None, false, 8, None, true, engines)
+            .unwrap();
+        assert_eq!((measured.get(), cache.len()), (6, 5));
+        // An engine entry is not read as a legacy one, nor the other way round.
+        assert_ne!(engine_key(&p, None, false, 4, None), key(&p, None, false));
+        // A failed measurement caches nothing.
+        let failing = || -> Result<Vec<BestHeuristic>> { Err(Error::Shape("no".into())) };
+        assert!(cache.algorithms(&p, Some(1), false, true, failing).is_err());
+        assert_eq!(cache.len(), 5);
+    }
 
     #[test]
     fn text_round_trips_and_malformed_text_adds_nothing() {

@@ -7,12 +7,13 @@
 //! ([`reference`]) computes the same operation on the host: it is the oracle for every
 //! GPU test and the device used where there is no GPU.
 
+mod backend;
+pub mod bwd_data;
 pub mod cache;
 pub mod context;
 pub mod convolution;
 pub mod data_type;
 pub mod determinism;
-pub mod engine;
 pub mod error;
 pub mod find_cache;
 pub mod library;
@@ -23,12 +24,14 @@ pub mod reference;
 pub mod sys;
 pub mod tensor;
 
-mod graph_cache;
 mod raw_descriptor;
+mod replay;
 
 #[cfg(feature = "python")]
 mod python;
 
+/// The graph-API objects of backward data (moved to [`bwd_data::graph`]).
+pub use bwd_data::graph as engine;
 pub use context::CudnnContext;
 pub use convolution::{
     BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode,

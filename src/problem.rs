@@ -5,7 +5,7 @@
 
 use cudarc::driver::sys::CUdeviceptr;
 
-use crate::convolution::support::{self, SupportRow};
+use crate::bwd_data::support::{self, SupportRow};
 use crate::convolution::{BwdDataGeometry, RawConvolutionDescriptor, Route};
 use crate::error::{Error, Result};
 use crate::math_type::MathType;

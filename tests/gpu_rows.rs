@@ -895,3 +895,58 @@ fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
         assert!(err.to_string().contains("workspace"), "{err}");
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn typed_finds_go_through_the_algorithm_cache_and_are_saved() {
+    let ctx = context();
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(13);
+    let w_h: Vec<f32> = (0..16 * 8 * 9)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let dy_h: Vec<f32> = (0..2 * 16 * 14 * 14)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [16, 8, 3, 3], NCHW).unwrap();
+    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [2, 16, 14, 14], NCHW).unwrap();
+    let dx = TensorDescriptor::<f32, NCHW, 4>::new([2, 8, 14, 14], NCHW).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
+    assert!(ctx.algorithm_cache().is_empty());
+    let first = ctx
+        .find_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None, None)
+        .unwrap();
+    assert_eq!(ctx.algorithm_cache().len(), 1);
+    // Served from the cache: the very same measurements, nothing measured again.
+    let again = ctx
+        .find_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None, None)
+        .unwrap();
+    assert_eq!(first, again);
+    let engines = ctx
+        .find_convolution_backward_data_engine(&w, &dy, &dx, &conv, None, None, 4)
+        .unwrap();
+    assert_eq!(ctx.algorithm_cache().len(), 2);
+    let engines_again = ctx
+        .find_convolution_backward_data_engine(&w, &dy, &dx, &conv, None, None, 4)
+        .unwrap();
+    assert_eq!(engines, engines_again);
+    // The saved cache holds both finds, and a fresh context loads them.
+    let path =
+        std::env::temp_dir().join(format!("cudnn_rs_typed_finds_{}.txt", std::process::id()));
+    ctx.save_algorithm_cache(&path).unwrap();
+    let other = context();
+    assert_eq!(other.load_algorithm_cache(&path).unwrap(), 2);
+    let loaded = other
+        .find_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None, None)
+        .unwrap();
+    assert_eq!(loaded, first);
+    let _ = std::fs::remove_file(&path);
+}

@@ -249,6 +249,62 @@ impl Route {
     }
 }
 
+/// The algorithm a call runs with, at run time: each variant carries exactly what its
+/// choice needs, so the support-table column ([`Self::kind`]), the entry point
+/// ([`Self::route`]) and the math type ([`Self::math_type`]) follow from it and cannot
+/// disagree. Every [`ConvolutionBwdDataAlgo`] says which it is; the Python layer reads
+/// one from its algorithm argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+// Kept `Copy`: resolved once per call, passed by value.
+#[allow(clippy::large_enum_variant)]
+pub enum SelectedAlgo {
+    /// One of the six legacy algorithms (`DataAlgo0`, ...), run with the descriptor's
+    /// math type.
+    Fixed(BwdDataAlgo),
+    /// A legacy algorithm cuDNN chose (heuristic or measured), run with the math type it
+    /// named where the descriptor admits it.
+    Heuristic(BestHeuristic),
+    /// One graph-API engine configuration.
+    Engine(Engine),
+    /// The graph API's heuristic choice for the problem ([`BestEngine`]).
+    BestEngine,
+    /// The context's default choice ([`DefaultAlgo`]).
+    Default,
+}
+
+impl SelectedAlgo {
+    /// The support-table column the call is checked against.
+    pub const fn kind(&self) -> AlgoKind {
+        match self {
+            SelectedAlgo::Fixed(algo) => algo.kind(),
+            SelectedAlgo::Heuristic(_) => AlgoKind::BestHeuristic,
+            SelectedAlgo::Engine(_) => AlgoKind::Engine,
+            SelectedAlgo::BestEngine => AlgoKind::BestEngine,
+            SelectedAlgo::Default => AlgoKind::DefaultAlgo,
+        }
+    }
+
+    /// How the call runs.
+    pub fn route(&self) -> Route {
+        match self {
+            SelectedAlgo::Fixed(algo) => Route::Legacy(*algo),
+            SelectedAlgo::Heuristic(b) => Route::Legacy(b.algo()),
+            SelectedAlgo::Engine(e) => Route::Engine(Some(e.config())),
+            SelectedAlgo::BestEngine => Route::Engine(None),
+            SelectedAlgo::Default => Route::Default,
+        }
+    }
+
+    /// The math type the record asks for (heuristic and measured legacy results); `None`
+    /// where the call runs with the descriptor's.
+    pub fn math_type(&self) -> Option<MathType> {
+        match self {
+            SelectedAlgo::Heuristic(b) => Some(b.math_type()),
+            _ => None,
+        }
+    }
+}
+
 /// A backward-data algorithm usable with `CudnnContext::convolution_backward_data`.
 /// Sealed.
 pub trait ConvolutionBwdDataAlgo: Sealed {
@@ -265,16 +321,23 @@ pub trait ConvolutionBwdDataAlgo: Sealed {
         }
     }
 
+    /// What the call runs with, as a run-time value.
+    fn selected(&self) -> SelectedAlgo;
+
     /// How the call runs.
-    fn route(&self) -> Route;
+    fn route(&self) -> Route {
+        self.selected().route()
+    }
 
     /// The support-table column this type is checked against.
-    fn kind(&self) -> AlgoKind;
+    fn kind(&self) -> AlgoKind {
+        self.selected().kind()
+    }
 
     /// The math type cuDNN said to run the algorithm with (heuristic and measured
     /// results); `None` for the fixed algorithms, which run with the descriptor's.
     fn math_type(&self) -> Option<MathType> {
-        None
+        self.selected().math_type()
     }
 }
 
@@ -285,11 +348,8 @@ macro_rules! algo_marker {
         pub struct $name;
         impl Sealed for $name {}
         impl ConvolutionBwdDataAlgo for $name {
-            fn route(&self) -> Route {
-                Route::Legacy(BwdDataAlgo::$algo)
-            }
-            fn kind(&self) -> AlgoKind {
-                AlgoKind::$name
+            fn selected(&self) -> SelectedAlgo {
+                SelectedAlgo::Fixed(BwdDataAlgo::$algo)
             }
         }
     };
@@ -385,14 +445,8 @@ impl BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
 
 impl Sealed for BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {}
 impl ConvolutionBwdDataAlgo for BestHeuristic<cudnnConvolutionBwdDataAlgo_t> {
-    fn route(&self) -> Route {
-        Route::Legacy(self.runtime_algo)
-    }
-    fn kind(&self) -> AlgoKind {
-        AlgoKind::BestHeuristic
-    }
-    fn math_type(&self) -> Option<MathType> {
-        Some(self.math_type)
+    fn selected(&self) -> SelectedAlgo {
+        SelectedAlgo::Heuristic(*self)
     }
 }
 
@@ -405,11 +459,8 @@ pub struct BestEngine;
 
 impl Sealed for BestEngine {}
 impl ConvolutionBwdDataAlgo for BestEngine {
-    fn route(&self) -> Route {
-        Route::Engine(None)
-    }
-    fn kind(&self) -> AlgoKind {
-        AlgoKind::BestEngine
+    fn selected(&self) -> SelectedAlgo {
+        SelectedAlgo::BestEngine
     }
 }
 
@@ -430,11 +481,8 @@ pub struct DefaultAlgo;
 
 impl Sealed for DefaultAlgo {}
 impl ConvolutionBwdDataAlgo for DefaultAlgo {
-    fn route(&self) -> Route {
-        Route::Default
-    }
-    fn kind(&self) -> AlgoKind {
-        AlgoKind::DefaultAlgo
+    fn selected(&self) -> SelectedAlgo {
+        SelectedAlgo::Default
     }
 }
 
@@ -503,11 +551,8 @@ impl Engine {
 
 impl Sealed for Engine {}
 impl ConvolutionBwdDataAlgo for Engine {
-    fn route(&self) -> Route {
-        Route::Engine(Some(self.config))
-    }
-    fn kind(&self) -> AlgoKind {
-        AlgoKind::Engine
+    fn selected(&self) -> SelectedAlgo {
+        SelectedAlgo::Engine(*self)
     }
 }
 
@@ -547,6 +592,58 @@ mod tests {
             (Route::Legacy(BwdDataAlgo::Fft), AlgoKind::BestHeuristic)
         );
         assert_eq!(b.workspace_size(), 128);
+        assert_eq!(ConvolutionBwdDataAlgo::math_type(&b), Some(MathType::Fma));
+    }
+
+    #[test]
+    fn a_selection_names_one_column_and_one_route() {
+        // Each variant's column and route agree: legacy kinds go to the legacy API with
+        // their own algorithm, the engine kinds to the graph API.
+        let best = BestHeuristic::new(
+            BwdDataAlgo::Winograd,
+            -1.0,
+            0,
+            Determinism::Deterministic,
+            MathType::TensorOp,
+        );
+        let config = EngineConfig::new(3, &[]).unwrap();
+        let engine = Engine::new(config, -1.0, 0, Determinism::Deterministic, MathType::Fma);
+        let cases = [
+            (
+                DataAlgo0.selected(),
+                AlgoKind::DataAlgo0,
+                Route::Legacy(BwdDataAlgo::Algo0),
+            ),
+            (
+                best.selected(),
+                AlgoKind::BestHeuristic,
+                Route::Legacy(BwdDataAlgo::Winograd),
+            ),
+            (
+                engine.selected(),
+                AlgoKind::Engine,
+                Route::Engine(Some(config)),
+            ),
+            (
+                BestEngine.selected(),
+                AlgoKind::BestEngine,
+                Route::Engine(None),
+            ),
+            (
+                DefaultAlgo.selected(),
+                AlgoKind::DefaultAlgo,
+                Route::Default,
+            ),
+        ];
+        for (sel, kind, route) in cases {
+            assert_eq!((sel.kind(), sel.route()), (kind, route), "{sel:?}");
+            assert_eq!(kind.is_engine(), !matches!(route, Route::Legacy(_)));
+            if let (Some(fixed), Route::Legacy(a)) = (kind.fixed(), route) {
+                assert_eq!(fixed, a);
+            }
+        }
+        assert_eq!(best.selected().math_type(), Some(MathType::TensorOp));
+        assert_eq!(DataAlgo0.selected().math_type(), None);
     }
 
     #[test]
@@ -567,6 +664,8 @@ mod tests {
             (Route::Engine(Some(c)), AlgoKind::Engine, 0.5)
         );
         assert_eq!(BestEngine.route(), Route::Engine(None));
+        assert_eq!(e.selected(), SelectedAlgo::Engine(e));
+        assert_eq!(ConvolutionBwdDataAlgo::math_type(&e), None);
         assert!(AlgoKind::BestEngine.is_engine() && AlgoKind::BestEngine.fixed().is_none());
     }
 }

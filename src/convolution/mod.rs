@@ -5,14 +5,16 @@ pub mod convolution_descriptor;
 pub mod convolution_mode;
 pub mod filter;
 pub mod geometry;
-pub mod support;
 
+/// THE support table, at home in [`crate::bwd_data::support`]; re-exported at its old path.
+pub use crate::bwd_data::support;
+pub use crate::bwd_data::support::{SupportRow, SupportedConvBwdData};
 pub use convolution_algo::{
     AlgoKind, BestEngine, BestHeuristic, BwdDataAlgo, ConvolutionBwdDataAlgo, DataAlgo0, DataAlgo1,
-    DefaultAlgo, Engine, EngineConfig, Fft, FftTiling, Route, Winograd, WinogradNonFused,
+    DefaultAlgo, Engine, EngineConfig, Fft, FftTiling, Route, SelectedAlgo, Winograd,
+    WinogradNonFused,
 };
 pub use convolution_descriptor::{ConvolutionDescriptor, RawConvolutionDescriptor};
 pub use convolution_mode::ConvolutionMode;
 pub use filter::{Filter, FilterDescriptor};
 pub use geometry::{BwdDataGeometry, ConvParams};
-pub use support::{SupportRow, SupportedConvBwdData};

@@ -38,8 +38,9 @@ pub(crate) struct GpuState {
 pub(crate) struct HandleInner {
     pub device: DeviceId,
     pub gpu: Option<Mutex<GpuState>>,
-    /// Measured algorithms by problem (see `find_cache`).
-    pub find_cache: crate::find_cache::FindCache,
+    /// The CPU device's measured algorithms by problem (see `find_cache`); on a GPU the
+    /// finds go through the cuDNN context's cache, which Rust users share.
+    pub cpu_finds: crate::find_cache::FindCache,
     /// The benchmark setting of the CPU device (which has one algorithm: nothing to
     /// measure, but the setting reads back as set).
     pub cpu_benchmark: std::sync::atomic::AtomicBool,

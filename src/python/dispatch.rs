@@ -7,14 +7,13 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::descs::Descs;
-use super::selection::SelectedAlgo;
+use crate::bwd_data::support::{with_bwd_data_support_table, SupportConfig};
 use crate::context::CudnnContext;
-use crate::convolution::support::{with_bwd_data_support_table, SupportConfig};
 #[allow(unused_imports)] // the table may name any algorithm; not every one is listed now
 use crate::convolution::{
     AlgoKind, BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, DataAlgo0,
     DataAlgo1, DefaultAlgo, Engine, Fft, FftTiling, Filter, FilterDescriptor,
-    RawConvolutionDescriptor, SupportedConvBwdData, Winograd, WinogradNonFused,
+    RawConvolutionDescriptor, SelectedAlgo, SupportedConvBwdData, Winograd, WinogradNonFused,
 };
 use crate::data_type::DataType;
 use crate::error::{Error, Result};
@@ -170,10 +169,16 @@ macro_rules! config_of {
 /// results, the marker itself otherwise.
 macro_rules! selected_value {
     (BestHeuristic, $sel:expr) => {
-        $sel.best
+        match $sel {
+            SelectedAlgo::Heuristic(best) => Some(*best),
+            _ => None,
+        }
     };
     (Engine, $sel:expr) => {
-        $sel.engine
+        match $sel {
+            SelectedAlgo::Engine(engine) => Some(*engine),
+            _ => None,
+        }
     };
     ($marker:ident, $sel:expr) => {
         Some($marker)
@@ -194,11 +199,11 @@ macro_rules! expand_dispatch {
             ptrs: &GpuPtrs,
             beta: f64,
         ) -> Result<()> {
-            let config = descs.problem().row(sel.kind).config();
+            let config = descs.problem().row(sel.kind()).config();
             $(
                 if config == config_of!($wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n) {
                     $(
-                        if sel.kind == AlgoKind::$algo {
+                        if sel.kind() == AlgoKind::$algo {
                             if let Some(algo) = selected_value!($algo, sel) {
                                 return gpu_typed::<$wt, $wf, $yt, $yf, $ct, $xt, $xf, $algo, $d, $n>(
                                     ctx, &algo, alpha, descs, ptrs, beta,
@@ -208,7 +213,7 @@ macro_rules! expand_dispatch {
                     )*
                 }
             )*
-            Err(unsupported(descs, sel.kind))
+            Err(unsupported(descs, sel.kind()))
         }
 
         /// Runs the call on the CPU device through the typed instance of its row.
@@ -219,11 +224,11 @@ macro_rules! expand_dispatch {
             bufs: HostBufs<'_>,
             beta: f64,
         ) -> Result<()> {
-            let config = descs.problem().row(sel.kind).config();
+            let config = descs.problem().row(sel.kind()).config();
             $(
                 if config == config_of!($wt, $wf, $yt, $yf, $ct, $xt, $xf, $d, $n) {
                     $(
-                        if sel.kind == AlgoKind::$algo {
+                        if sel.kind() == AlgoKind::$algo {
                             if let Some(algo) = selected_value!($algo, sel) {
                                 return cpu_typed::<$wt, $wf, $yf, $ct, $xf, $algo, $d, $n>(
                                     &algo, alpha, descs, bufs, beta,
@@ -233,7 +238,7 @@ macro_rules! expand_dispatch {
                     )*
                 }
             )*
-            Err(unsupported(descs, sel.kind))
+            Err(unsupported(descs, sel.kind()))
         }
     };
 }
@@ -249,7 +254,7 @@ mod tests {
     fn every_table_row_has_a_dispatch_arm() {
         // A CPU call with mismatched shapes reaches the typed arm, which then reports the
         // shape error: an "no dispatch arm" error would mean table and dispatch disagree.
-        for row in crate::convolution::support::support_rows() {
+        for row in crate::bwd_data::support::support_rows() {
             let shape = |n: usize| vec![1usize; n];
             let w = Arc::new(
                 RawDescriptor::new(
@@ -300,27 +305,19 @@ mod tests {
                 .fixed()
                 .unwrap_or(crate::convolution::BwdDataAlgo::Algo1);
             let sel = match row.algo {
-                AlgoKind::Engine => SelectedAlgo::engine(
+                AlgoKind::Engine => SelectedAlgo::Engine(
                     crate::reference::device::engine_stand_in(&descs.problem()).unwrap(),
                 ),
-                AlgoKind::BestEngine => SelectedAlgo {
-                    kind: row.algo,
-                    route: crate::convolution::Route::Engine(None),
-                    best: None,
-                    engine: None,
-                },
-                AlgoKind::DefaultAlgo => SelectedAlgo::default_choice(),
-                kind => SelectedAlgo::legacy(
-                    kind,
+                AlgoKind::BestEngine => SelectedAlgo::BestEngine,
+                AlgoKind::DefaultAlgo => SelectedAlgo::Default,
+                AlgoKind::BestHeuristic => SelectedAlgo::Heuristic(BestHeuristic::new(
                     algo,
-                    Some(BestHeuristic::new(
-                        algo,
-                        -1.0,
-                        0,
-                        crate::Determinism::Deterministic,
-                        crate::MathType::Default,
-                    )),
-                ),
+                    -1.0,
+                    0,
+                    crate::Determinism::Deterministic,
+                    crate::MathType::Default,
+                )),
+                _ => SelectedAlgo::Fixed(algo),
             };
             let size = row.dx.0.size();
             let w_b = vec![0u8; size];

@@ -14,11 +14,10 @@ use super::device::{parse_device, DeviceId, GpuState, HandleInner, PyHandle};
 use super::dispatch::{self, GpuPtrs, HostBufs};
 use super::errors::{detach, to_py, IntoPyResult};
 use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo};
-use super::selection::SelectedAlgo;
 use super::storage::TensorCore;
 use super::tensor::PyTensor;
 use crate::context::{alloc_bytes, CudnnContext};
-use crate::convolution::BestHeuristic;
+use crate::convolution::{BestHeuristic, SelectedAlgo};
 use crate::error::{Error, Result};
 
 pub(crate) struct Operands<'a> {
@@ -155,64 +154,73 @@ impl PyHandle {
         }
     }
 
-    /// Workspace bytes the call needs on the GPU, with the math type it will run with.
-    fn workspace_need(&self, descs: &Descs<'_>, sel: &SelectedAlgo) -> Result<Option<usize>> {
-        let p = descs.problem();
-        let math = p.resolve_math(sel.math());
-        self.inner
-            .gpu()?
-            .ctx
-            .workspace_size_with(p, sel.route, math)
-    }
-
     /// The one-call API: a fresh dx, the library's default choice (or the given
-    /// algorithm), the handle's cached workspace grown as needed.
+    /// algorithm), the handle's cached workspace grown as needed. The operands are
+    /// validated once, here (ranks, support table, shapes), before anything is planned,
+    /// allocated or written; the run below checks nothing again.
     pub(crate) fn one_call(
         &self,
         ops: &Operands<'_>,
         sel: Option<&SelectedAlgo>,
         alpha: f64,
     ) -> Result<()> {
-        let sel = sel.copied().unwrap_or_else(SelectedAlgo::default_choice);
-        // Table, ranks and shapes before anything is planned, allocated or written.
+        let sel = sel.copied().unwrap_or(SelectedAlgo::Default);
         self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-        ops.descs().problem().validate(sel.kind)?;
+        let descs = ops.descs();
+        let p = descs.problem();
+        let geo = p.validate(sel.kind())?;
+        if Arc::ptr_eq(ops.dx, ops.dy) {
+            return Err(Error::Shape("dx and dy must be different tensors".into()));
+        }
         match self.inner.device {
-            DeviceId::Cpu => self.run(alpha, ops, &sel, None, 0.0),
+            DeviceId::Cpu => {
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let mut dx = ops.dx.write();
+                crate::reference::device::backward_data_bytes(
+                    &geo,
+                    &p,
+                    alpha,
+                    w.host_bytes()?,
+                    dy.host_bytes()?,
+                    0.0,
+                    dx.host_bytes_mut()?,
+                )
+            }
             DeviceId::Cuda(_) => {
-                let need = self.workspace_need(&ops.descs(), &sel)?.unwrap_or(0);
-                let ws = if need > 0 {
-                    let mut state = self.inner.gpu()?;
-                    let grow = state.workspace.as_ref().is_none_or(|w| w.len() < need);
-                    if grow {
-                        state.workspace = None;
-                        let stream = Arc::clone(state.ctx.stream());
-                        state.workspace = Some(alloc_bytes(&stream, need)?);
-                    }
-                    // Lend the cached workspace to this call.
-                    let slice = state.workspace.take();
-                    drop(state);
-                    Some(PyWorkspace {
-                        device: self.inner.device,
-                        nbytes: need,
-                        memory: Mutex::new(slice),
-                        _home: None,
-                    })
-                } else {
-                    None
-                };
-                let result = self.run(alpha, ops, &sel, ws.as_ref(), 0.0);
-                if let Some(ws) = ws {
-                    let slice = ws
-                        .memory
-                        .into_inner()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    let mut state = self.inner.gpu()?;
-                    if state.workspace.is_none() {
-                        state.workspace = slice;
-                    }
+                let mut state = self.inner.gpu()?;
+                let GpuState { ctx, workspace, .. } = &mut *state;
+                let math = p.resolve_math(sel.math_type());
+                let need = ctx
+                    .workspace_size_checked(p, sel.route(), math)?
+                    .unwrap_or(0);
+                let stream = Arc::clone(ctx.stream());
+                if need > 0 && workspace.as_ref().is_none_or(|w| w.len() < need) {
+                    *workspace = None;
+                    *workspace = Some(alloc_bytes(&stream, need)?);
                 }
-                result
+                let (w, dy) = (ops.w.read(), ops.dy.read());
+                let mut dx = ops.dx.write();
+                let (wp, _g1) = w.device_ptr(&stream)?;
+                let (dyp, _g2) = dy.device_ptr(&stream)?;
+                let (dxp, _g3) = dx.device_ptr_mut(&stream)?;
+                let (wsp, _g4) = match workspace.as_mut().filter(|_| need > 0) {
+                    Some(slice) => {
+                        let (p, g) = cudarc::driver::DevicePtrMut::device_ptr_mut(slice, &stream);
+                        ((p, need), Some(g))
+                    }
+                    None => ((0, 0), None),
+                };
+                let ptrs = crate::problem::RawPointers {
+                    w: wp,
+                    dy: dyp,
+                    dx: dxp,
+                    workspace: wsp,
+                };
+                // SAFETY: the storages' locks keep every buffer alive and unaliased (dx is
+                // another tensor than dy, checked above, and is locked for writing) until
+                // the work is enqueued; each address was allocated for its descriptor, the
+                // workspace for `need` bytes; the problem was validated above.
+                unsafe { ctx.backward_data_validated(alpha, p, sel, ptrs, 0.0) }
             }
         }
     }
@@ -271,7 +279,7 @@ impl PyHandle {
             inner: Arc::new(HandleInner {
                 device,
                 gpu,
-                find_cache: crate::find_cache::FindCache::default(),
+                cpu_finds: crate::find_cache::FindCache::default(),
                 cpu_benchmark: std::sync::atomic::AtomicBool::new(benchmark),
             }),
         };
@@ -445,15 +453,29 @@ impl PyHandle {
         let ops = operands(w, dy, dx, conv.get())?;
         let found = py
             .detach(|| -> Result<Vec<BestHeuristic>> {
-                let key = crate::find_cache::key(
-                    &ops.descs().problem(),
-                    max_workspace_bytes,
-                    deterministic,
-                );
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                self.inner.find_cache.get_or_measure(key, use_cache, || {
-                    self.find(&ops, max_workspace_bytes, deterministic)
-                })
+                let descs = ops.descs();
+                let p = descs.problem();
+                let (max_ws, det) = (max_workspace_bytes, deterministic);
+                // The core's cache policy: on a GPU, the context's cache (shared with Rust
+                // users of the context); the CPU device keeps its own.
+                match self.inner.device {
+                    DeviceId::Cpu => {
+                        self.inner
+                            .cpu_finds
+                            .algorithms(&p, max_ws, det, use_cache, || {
+                                self.find(None, &ops, max_ws, det)
+                            })
+                    }
+                    DeviceId::Cuda(_) => {
+                        let state = self.inner.gpu()?;
+                        let ctx = &state.ctx;
+                        ctx.algorithm_cache()
+                            .algorithms(&p, max_ws, det, use_cache, || {
+                                self.find(Some(ctx), &ops, max_ws, det)
+                            })
+                    }
+                }
             })
             .py_err(py)?;
         let items = found
@@ -537,18 +559,34 @@ impl PyHandle {
         let ops = operands(w, dy, dx, conv.get())?;
         let found = py
             .detach(|| -> Result<Vec<crate::convolution::Engine>> {
-                let key = format!(
-                    "engines limit {limit} budget {budget:?} | {}",
-                    crate::find_cache::key(
-                        &ops.descs().problem(),
-                        max_workspace_bytes,
-                        deterministic
-                    )
-                );
                 self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-                self.inner.find_cache.get_or_measure(key, use_cache, || {
-                    self.find_engines(&ops, max_workspace_bytes, deterministic, limit, budget)
-                })
+                let descs = ops.descs();
+                let p = descs.problem();
+                let (max_ws, det) = (max_workspace_bytes, deterministic);
+                match self.inner.device {
+                    DeviceId::Cpu => self.inner.cpu_finds.engines(
+                        &p,
+                        max_ws,
+                        det,
+                        limit,
+                        budget,
+                        use_cache,
+                        || self.find_engines(None, &ops, max_ws, det, limit, budget),
+                    ),
+                    DeviceId::Cuda(_) => {
+                        let state = self.inner.gpu()?;
+                        let ctx = &state.ctx;
+                        ctx.algorithm_cache().engines(
+                            &p,
+                            max_ws,
+                            det,
+                            limit,
+                            budget,
+                            use_cache,
+                            || self.find_engines(Some(ctx), &ops, max_ws, det, limit, budget),
+                        )
+                    }
+                }
             })
             .py_err(py)?;
         let items = found
@@ -559,13 +597,13 @@ impl PyHandle {
     }
 
     /// Number of problems whose measured algorithms this handle has cached.
-    fn algorithm_cache_size(&self) -> usize {
-        self.inner.find_cache.len()
+    fn algorithm_cache_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_finds(py, crate::find_cache::FindCache::len)
     }
 
     /// Forgets every cached measurement.
-    fn clear_algorithm_cache(&self) {
-        self.inner.find_cache.clear();
+    fn clear_algorithm_cache(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_finds(py, crate::find_cache::FindCache::clear)
     }
 
     /// Writes the cached measurements to `path` (text, one problem per line), so that
@@ -573,12 +611,19 @@ impl PyHandle {
     /// the measured default choices (`benchmark=True`). The first line names the cuDNN
     /// version and the GPU they were measured on.
     fn save_algorithm_cache(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        let defaults = match self.inner.device {
-            DeviceId::Cuda(_) => self.inner.gpu().py_err(py)?.ctx.measured_choices(),
-            DeviceId::Cpu => Vec::new(),
+        let environment = self.environment(py)?;
+        let text = match self.inner.device {
+            DeviceId::Cuda(_) => {
+                let state = self.inner.gpu().py_err(py)?;
+                let ctx = &state.ctx;
+                crate::find_cache::save_text(
+                    &environment,
+                    ctx.algorithm_cache(),
+                    &ctx.measured_choices(),
+                )
+            }
+            DeviceId::Cpu => crate::find_cache::save_text(&environment, &self.inner.cpu_finds, &[]),
         };
-        let text =
-            crate::find_cache::save_text(&self.environment(py)?, &self.inner.find_cache, &defaults);
         std::fs::write(&path, text).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("writing {}: {e}", path.display()))
         })?;
@@ -603,13 +648,20 @@ impl PyHandle {
             }
             crate::find_cache::Loaded::Entries { finds, defaults } => {
                 let n = finds.len() + defaults.len();
-                for (key, found) in finds {
-                    self.inner.find_cache.insert(key, found);
-                }
-                if let DeviceId::Cuda(_) = self.inner.device {
-                    let state = self.inner.gpu().py_err(py)?;
-                    for (problem, engine) in defaults {
-                        state.ctx.insert_measured_choice(&problem, engine);
+                match self.inner.device {
+                    DeviceId::Cpu => {
+                        for (key, found) in finds {
+                            self.inner.cpu_finds.insert(key, found);
+                        }
+                    }
+                    DeviceId::Cuda(_) => {
+                        let state = self.inner.gpu().py_err(py)?;
+                        for (key, found) in finds {
+                            state.ctx.algorithm_cache().insert(key, found);
+                        }
+                        for (problem, engine) in defaults {
+                            state.ctx.insert_measured_choice(&problem, engine);
+                        }
                     }
                 }
                 Ok(n)
@@ -632,10 +684,15 @@ impl PyHandle {
         py.detach(|| -> Result<Option<usize>> {
             self.check_devices(&[ops.w, ops.dy, ops.dx])?;
             let descs = ops.descs();
-            descs.problem().validate(sel.kind)?;
+            let p = descs.problem();
+            p.validate(sel.kind())?;
             match self.inner.device {
                 DeviceId::Cpu => Ok(None),
-                DeviceId::Cuda(_) => self.workspace_need(&descs, &sel),
+                DeviceId::Cuda(_) => self.inner.gpu()?.ctx.workspace_size_checked(
+                    p,
+                    sel.route(),
+                    p.resolve_math(sel.math_type()),
+                ),
             }
         })
         .py_err(py)
@@ -702,6 +759,19 @@ impl PyHandle {
         engine_record(py, engine)
     }
 
+    /// `f` on the cache this handle's finds go through: the cuDNN context's on a GPU, the
+    /// handle's own on the CPU device.
+    fn with_finds<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&crate::find_cache::FindCache) -> R,
+    ) -> PyResult<R> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok(f(&self.inner.cpu_finds)),
+            DeviceId::Cuda(_) => Ok(f(self.inner.gpu().py_err(py)?.ctx.algorithm_cache())),
+        }
+    }
+
     /// The cuDNN version and GPU measurements on this handle depend on.
     fn environment(&self, py: Python<'_>) -> PyResult<String> {
         match self.inner.device {
@@ -710,10 +780,11 @@ impl PyHandle {
         }
     }
 
-    /// Times the graph API's engines (see `find_convolution_backward_data_engine`). The
-    /// CPU device times its one computation for the stand-in engine.
+    /// Times the graph API's engines on `gpu` (see `find_convolution_backward_data_engine`).
+    /// The CPU device (`None`) times its one computation for the stand-in engine.
     fn find_engines(
         &self,
+        gpu: Option<&CudnnContext>,
         ops: &Operands<'_>,
         max_ws: Option<usize>,
         deterministic: bool,
@@ -721,8 +792,8 @@ impl PyHandle {
         budget: Option<std::time::Duration>,
     ) -> Result<Vec<crate::convolution::Engine>> {
         let descs = ops.descs();
-        match self.inner.device {
-            DeviceId::Cpu => {
+        match gpu {
+            None => {
                 let engine = crate::reference::device::engine_stand_in(&descs.problem())?;
                 let scratch = Arc::new(TensorCore::scratch_like(ops.dx)?);
                 let timing_ops = Operands {
@@ -732,19 +803,18 @@ impl PyHandle {
                     conv: Arc::clone(&ops.conv),
                 };
                 let start = std::time::Instant::now();
-                self.run(1.0, &timing_ops, &SelectedAlgo::engine(engine), None, 0.0)?;
+                self.run(1.0, &timing_ops, &SelectedAlgo::Engine(engine), None, 0.0)?;
                 Ok(vec![engine.with_time(start.elapsed().as_secs_f32() * 1e3)])
             }
-            DeviceId::Cuda(_) => {
-                let state = self.inner.gpu()?;
-                let stream = Arc::clone(state.ctx.stream());
+            Some(ctx) => {
+                let stream = Arc::clone(ctx.stream());
                 let (w, dy) = (ops.w.read(), ops.dy.read());
                 let (wp, _g1) = w.device_ptr(&stream)?;
                 let (dyp, _g2) = dy.device_ptr(&stream)?;
                 // SAFETY: the read locks keep both buffers alive and unwritten until the
                 // measurement returns; each was allocated for its descriptor.
                 unsafe {
-                    state.ctx.find_engines_raw(
+                    ctx.find_engines_raw(
                         descs.problem(),
                         wp,
                         dyp,
@@ -758,20 +828,22 @@ impl PyHandle {
         }
     }
 
+    /// Measures the legacy algorithms on `gpu`; the CPU device (`None`) times its one
+    /// computation for every algorithm the table lists.
     fn find(
         &self,
+        gpu: Option<&CudnnContext>,
         ops: &Operands<'_>,
         max_ws: Option<usize>,
         deterministic: bool,
     ) -> Result<Vec<BestHeuristic>> {
-        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
         let descs = ops.descs();
-        match self.inner.device {
-            DeviceId::Cpu => {
+        match gpu {
+            None => {
                 // Every algorithm is the same code on the CPU: time one run into scratch.
                 let problem = descs.problem();
                 problem.validate(crate::convolution::AlgoKind::BestHeuristic)?;
-                let line = crate::convolution::support::SUPPORT_LINES.iter().find(|l| {
+                let line = crate::bwd_data::support::SUPPORT_LINES.iter().find(|l| {
                     l.config
                         == problem
                             .row(crate::convolution::AlgoKind::BestHeuristic)
@@ -789,7 +861,7 @@ impl PyHandle {
                     }));
                 };
                 let scratch = TensorCore::scratch_like(ops.dx)?;
-                let sel = SelectedAlgo::legacy(first.kind(), first, None);
+                let sel = SelectedAlgo::Fixed(first);
                 let scratch = Arc::new(scratch);
                 let timing_ops = Operands {
                     w: ops.w,
@@ -813,19 +885,14 @@ impl PyHandle {
                     })
                     .collect())
             }
-            DeviceId::Cuda(_) => {
-                let state = self.inner.gpu()?;
-                let stream = Arc::clone(state.ctx.stream());
+            Some(ctx) => {
+                let stream = Arc::clone(ctx.stream());
                 let (w, dy) = (ops.w.read(), ops.dy.read());
                 let (wp, _g1) = w.device_ptr(&stream)?;
                 let (dyp, _g2) = dy.device_ptr(&stream)?;
                 // SAFETY: the read locks keep both buffers alive and unwritten until the
                 // measurement returns; each was allocated for its descriptor.
-                unsafe {
-                    state
-                        .ctx
-                        .find_algorithms_raw(descs.problem(), wp, dyp, max_ws, deterministic)
-                }
+                unsafe { ctx.find_algorithms_raw(descs.problem(), wp, dyp, max_ws, deterministic) }
             }
         }
     }
@@ -985,7 +1052,7 @@ pub(crate) fn _convolution_backward_data_into(
 /// All rows of the support table, `BestHeuristic` rows included, as tuples of names.
 #[pyfunction]
 pub(crate) fn supported_configurations(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let rows = crate::convolution::support::support_rows()
+    let rows = crate::bwd_data::support::support_rows()
         .map(|r| {
             PyTuple::new(
                 py,

@@ -5,13 +5,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 use pyo3::PyClassInitializer;
 
-use crate::convolution::{AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionMode, Engine, Route};
+use crate::convolution::{
+    AlgoKind, BestHeuristic, BwdDataAlgo, ConvolutionMode, Engine, SelectedAlgo,
+};
 use crate::data_type::DType;
 use crate::determinism::Determinism;
 use crate::math_type::MathType;
 use crate::tensor::Format;
-
-use super::selection::SelectedAlgo;
 
 // ---------------------------------------------------------------- data types
 
@@ -413,13 +413,13 @@ impl PyAlgorithm {
         let (Ok(a), Ok(b)) = (selected_algo(slf.as_any()), selected_algo(other)) else {
             return false;
         };
-        a.kind == b.kind && a.route == b.route
+        a.kind() == b.kind() && a.route() == b.route()
     }
     fn __hash__(slf: &Bound<'_, Self>) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         if let Ok(s) = selected_algo(slf.as_any()) {
-            (s.kind, s.route).hash(&mut h);
+            (s.kind(), s.route()).hash(&mut h);
         }
         h.finish()
     }
@@ -607,31 +607,21 @@ pub(crate) fn engine_record(py: Python<'_>, engine: Engine) -> PyResult<Bound<'_
 /// `Engine`; a marker class itself is accepted too.
 pub(crate) fn selected_algo(obj: &Bound<'_, PyAny>) -> PyResult<SelectedAlgo> {
     if let Ok(b) = obj.cast::<PyBestHeuristic>() {
-        let best = b.get().best;
-        return Ok(SelectedAlgo::legacy(
-            AlgoKind::BestHeuristic,
-            best.algo(),
-            Some(best),
-        ));
+        return Ok(SelectedAlgo::Heuristic(b.get().best));
     }
     if let Ok(e) = obj.cast::<PyEngine>() {
-        return Ok(SelectedAlgo::engine(e.get().engine));
+        return Ok(SelectedAlgo::Engine(e.get().engine));
     }
     if let Ok(a) = obj.cast::<PyAlgorithm>() {
         let kind = a.get().kind;
         if let Some(algo) = kind.fixed() {
-            return Ok(SelectedAlgo::legacy(kind, algo, None));
+            return Ok(SelectedAlgo::Fixed(algo));
         }
         if kind == AlgoKind::BestEngine {
-            return Ok(SelectedAlgo {
-                kind,
-                route: Route::Engine(None),
-                best: None,
-                engine: None,
-            });
+            return Ok(SelectedAlgo::BestEngine);
         }
         if kind == AlgoKind::DefaultAlgo {
-            return Ok(SelectedAlgo::default_choice());
+            return Ok(SelectedAlgo::Default);
         }
     }
     if let Ok(t) = obj.cast::<PyType>() {

@@ -14,7 +14,6 @@ mod handle;
 mod info;
 mod interop;
 mod markers;
-mod selection;
 mod storage;
 mod streams;
 mod tensor;

@@ -1,14 +1,17 @@
 //! The CPU device: the same typed backward-data call as `CudnnContext`, over host memory,
 //! bound by the same support table.
 
+use crate::convolution::BwdDataGeometry;
 use crate::convolution::{
     BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, Filter, SupportedConvBwdData,
 };
-use crate::data_type::DataType;
-use crate::error::Result;
+use crate::data_type::{DType, DataType};
+use crate::error::{Error, Result};
 use crate::memory::{HostBuffer, HostBufferMut};
 use crate::problem::RawProblem;
 use crate::tensor::{SupportedType, Tensor};
+
+use half::{bf16, f16};
 
 use super::RefElement;
 
@@ -69,10 +72,72 @@ where
     )
 }
 
+/// The CPU device's call on raw host bytes, for a problem the caller validated
+/// ([`RawProblem::validate`], which returned `geo`): the table is not consulted again.
+/// Every table row has one data type for all operands, and every algorithm computes the
+/// same result here, so the element type of `dx` picks the instance.
+pub fn backward_data_bytes(
+    geo: &BwdDataGeometry,
+    problem: &RawProblem<'_>,
+    alpha: f64,
+    w: &[u8],
+    dy: &[u8],
+    beta: f64,
+    dx: &mut [u8],
+) -> Result<()> {
+    fn typed<T: RefElement + bytemuck::Pod>(
+        geo: &BwdDataGeometry,
+        p: &RawProblem<'_>,
+        alpha: f64,
+        (w, dy, dx): (&[u8], &[u8], &mut [u8]),
+        beta: f64,
+    ) -> Result<()> {
+        let w = elements::<T>(w, p.w.len())?;
+        let dy = elements::<T>(dy, p.dy.len())?;
+        let dx = bytemuck::try_cast_slice_mut::<u8, T>(dx)
+            .ok()
+            .and_then(|s| s.get_mut(..p.dx.len()))
+            .ok_or_else(too_short)?;
+        super::convolution_backward_data(
+            geo,
+            p.w.format(),
+            p.dy.format(),
+            p.dx.format(),
+            alpha,
+            w,
+            dy,
+            beta,
+            dx,
+        )
+    }
+    let dtypes = [problem.w.dtype(), problem.dy.dtype(), problem.dx.dtype()];
+    let bufs = (w, dy, dx);
+    match dtypes {
+        [DType::F32, DType::F32, DType::F32] => typed::<f32>(geo, problem, alpha, bufs, beta),
+        [DType::F64, DType::F64, DType::F64] => typed::<f64>(geo, problem, alpha, bufs, beta),
+        [DType::F16, DType::F16, DType::F16] => typed::<f16>(geo, problem, alpha, bufs, beta),
+        [DType::BF16, DType::BF16, DType::BF16] => typed::<bf16>(geo, problem, alpha, bufs, beta),
+        other => Err(Error::InvalidArgument(format!(
+            "the CPU device computes with one floating-point type for all operands, got {other:?}"
+        ))),
+    }
+}
+
+fn too_short() -> Error {
+    Error::Shape("host storage does not hold the described elements".into())
+}
+
+fn elements<T: bytemuck::Pod>(bytes: &[u8], n: usize) -> Result<&[T]> {
+    bytemuck::try_cast_slice::<u8, T>(bytes)
+        .ok()
+        .and_then(|s| s.get(..n))
+        .ok_or_else(too_short)
+}
+
 /// What the CPU device answers to "which algorithm": the first one the table lists for
 /// the configuration (all compute the same here), needing no workspace, deterministic.
 pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
-    let line = crate::convolution::support::SUPPORT_LINES.iter().find(|l| {
+    let line = crate::bwd_data::support::SUPPORT_LINES.iter().find(|l| {
         l.config
             == problem
                 .row(crate::convolution::AlgoKind::BestHeuristic)
@@ -149,5 +214,57 @@ mod tests {
             convolution_backward_data(1.0, &w, &bad_dy, &conv, &DataAlgo0, 0.0, &mut dx).is_err()
         );
         assert_eq!(dx.data(), &before);
+    }
+
+    #[test]
+    fn the_byte_level_call_matches_the_typed_one() {
+        let w = Filter::<f32, NCHW, Vec<f32>, 4>::new(vec![2.0], [1, 1, 1, 1], NCHW).unwrap();
+        let dy =
+            Tensor::<f32, NCHW, Vec<f32>, 4>::new(vec![1.0, 2.0, 3.0, 4.0], [1, 1, 2, 2], NCHW)
+                .unwrap();
+        let conv = ConvolutionDescriptor::<f32, 2>::new(
+            [0, 0],
+            [1, 1],
+            [1, 1],
+            1,
+            ConvolutionMode::CrossCorrelation,
+            MathType::Default,
+        )
+        .unwrap();
+        let mut typed =
+            Tensor::<f32, NCHW, Vec<f32>, 4>::new(vec![1.0; 4], [1, 1, 2, 2], NCHW).unwrap();
+        convolution_backward_data(0.5, &w, &dy, &conv, &DataAlgo0, 1.0, &mut typed).unwrap();
+        let dx_desc = typed.descriptor().clone();
+        let p = RawProblem {
+            w: w.descriptor().raw(),
+            dy: dy.descriptor().raw(),
+            dx: dx_desc.raw(),
+            conv: conv.raw(),
+        };
+        let geo = p.validate(crate::convolution::AlgoKind::DataAlgo0).unwrap();
+        let mut dx = vec![1.0f32; 4];
+        backward_data_bytes(
+            &geo,
+            &p,
+            0.5,
+            bytemuck::cast_slice(w.data()),
+            bytemuck::cast_slice(dy.data()),
+            1.0,
+            bytemuck::cast_slice_mut(&mut dx),
+        )
+        .unwrap();
+        assert_eq!(&dx, typed.data());
+        // Too few bytes for dx: an error, not a panic.
+        let mut short = vec![0u8; 8];
+        let r = backward_data_bytes(
+            &geo,
+            &p,
+            1.0,
+            bytemuck::cast_slice(w.data()),
+            bytemuck::cast_slice(dy.data()),
+            0.0,
+            &mut short,
+        );
+        assert!(r.is_err());
     }
 }

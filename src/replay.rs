@@ -17,6 +17,9 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
+use std::cell::RefCell;
+
+use crate::error::Result;
 use crate::problem::RawPointers;
 
 /// What makes two calls the same call: the problem (by value), algorithm, math type,
@@ -145,6 +148,55 @@ impl<P: PartialEq + Clone> GraphCache<P> {
             self.side = Some(stream);
         }
         self.side
+    }
+}
+
+/// Runs a call as a CUDA graph when it repeats: `Ok(true)` when the work was enqueued that
+/// way (an earlier capture replayed, or the call captured now and launched), `Ok(false)`
+/// when the caller should issue it directly. `issue` points the library at the stream it
+/// is given and enqueues the call there; `restore` points the library back at its own
+/// stream after a capture.
+///
+/// # Safety
+/// `stream` must be the context's live stream and the context current; `same` and `key`
+/// must identify everything of the call but its addresses and scalars (problem,
+/// algorithm, math type), and the addresses in `ptrs` must be valid now; `issue` must
+/// only enqueue work on the stream it is given.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn replay_or_capture<P: PartialEq + Clone>(
+    cache: &RefCell<GraphCache<P>>,
+    stream: *mut c_void,
+    same: impl Fn(&P) -> bool,
+    key: impl FnOnce() -> P,
+    ptrs: &RawPointers,
+    (alpha, beta): (f64, f64),
+    issue: impl FnOnce(sys::CUstream) -> bool,
+    restore: impl FnOnce() -> Result<()>,
+) -> Result<bool> {
+    if capturing(stream) {
+        // The caller is capturing the stream into a graph of its own: the call goes
+        // into that graph as it is (a graph launched into a capture would end it).
+        return Ok(false);
+    }
+    let plan = cache.borrow_mut().plan(same, key, ptrs, alpha, beta);
+    match plan {
+        // SAFETY: the graph was captured in this context from a call with these very
+        // addresses, shapes and scalars (its key), which the caller vouches for now.
+        Plan::Replay(exec) => Ok(unsafe { launch(exec, stream) }),
+        Plan::Direct => Ok(false),
+        Plan::Capture => {
+            let Some(side) = cache.borrow_mut().side_stream() else {
+                cache.borrow_mut().store(None);
+                return Ok(false);
+            };
+            // SAFETY: `side` is this context's live private stream; `issue` only enqueues
+            // the call there (this function's contract).
+            let exec = unsafe { capture(side, issue) };
+            restore()?;
+            cache.borrow_mut().store(exec);
+            // SAFETY: as for `Plan::Replay`: captured just now from this very call.
+            Ok(exec.is_some_and(|e| unsafe { launch(e, stream) }))
+        }
     }
 }
 

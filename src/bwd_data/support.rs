@@ -12,7 +12,7 @@
 //! runs for it. `BestHeuristic` (the legacy heuristic's pick) is listed on every line that
 //! has a legacy algorithm: it is the union of those, which the original crate meant but
 //! did not do (it left out the NHWC-filter lines). `Engine` and `BestEngine` are the graph
-//! (backend) API (see `crate::engine`), listed wherever it ran.
+//! (backend) API (see `crate::bwd_data::graph`), listed wherever it ran.
 //!
 //! Provenance: every line below was executed on an H200 with cuDNN 9.14 (system) and
 //! 9.19 (pip wheel) by `examples/gpu_sweep.rs` (all six algorithms and the graph API's
@@ -173,8 +173,8 @@ macro_rules! with_bwd_data_support_table {
 pub(crate) use crate::with_bwd_data_support_table;
 
 /// The shapes cuDNN 9 runs `algo` on (measured; quoted in `NOT_SUPPORTED` errors).
-pub fn algorithm_limits(algo: crate::convolution::BwdDataAlgo) -> &'static str {
-    use crate::convolution::BwdDataAlgo as A;
+pub fn algorithm_limits(algo: crate::convolution::convolution_algo::BwdDataAlgo) -> &'static str {
+    use crate::convolution::convolution_algo::BwdDataAlgo as A;
     match algo {
         A::Algo0 | A::Algo1 => "it ran every shape measured",
         A::Fft => "Fft runs stride 1, dilation 1 only",

@@ -9,7 +9,8 @@
 //! for the same problem later, or in another process.
 //!
 //! The scaling factors are attributes of the operation, so plans are built per
-//! (problem, alpha, beta, pointer alignment); the context keeps them (see `context.rs`).
+//! (problem, alpha, beta, pointer alignment); the context keeps them ([`EngineCache`]), and
+//! `bwd_data/engine.rs` is the context's graph-API path built on this module.
 
 use std::ffi::c_void;
 
@@ -20,15 +21,18 @@ use cudarc::cudnn::sys::{
     cudnnConvolutionMode_t,
 };
 
+use crate::backend::Desc;
+use crate::cache::BoundedCache;
 use crate::convolution::convolution_algo::MAX_KNOBS;
+use crate::convolution::Route;
 use crate::convolution::{ConvolutionMode, Engine, EngineConfig};
 use crate::data_type::DType;
 use crate::determinism::Determinism;
 use crate::error::{CudnnError, Error, Result};
 use crate::library::CudnnLibrary;
 use crate::math_type::MathType;
-use crate::problem::{RawPointers, RawProblem};
-use crate::sys::{BackendDesc, CudnnHandle};
+use crate::problem::{ProblemKey, RawPointers, RawProblem};
+use crate::sys::CudnnHandle;
 use crate::tensor::Format;
 
 /// Unique ids of the three tensors in the operation graph and the variant pack.
@@ -38,163 +42,6 @@ const UID_DY: i64 = 3;
 
 /// Heuristic results read per mode; cuDNN ranks a few dozen engines at most.
 const MAX_CANDIDATES: usize = 512;
-
-/// One graph-API descriptor, destroyed on drop.
-pub(crate) struct Desc {
-    ptr: BackendDesc,
-    lib: &'static CudnnLibrary,
-}
-
-// SAFETY: a backend descriptor is a host-side object; the context that owns it uses it
-// from one thread at a time (`CudnnContext` is `Send`, not `Sync`).
-unsafe impl Send for Desc {}
-
-impl Drop for Desc {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` was created by cudnnBackendCreateDescriptor of this library and is
-        // destroyed exactly once, here.
-        unsafe { (self.lib.api.cudnnBackendDestroyDescriptor)(self.ptr) };
-    }
-}
-
-fn status(code: u32, what: impl FnOnce() -> String) -> Result<()> {
-    match CudnnError::from_code(code) {
-        None => Ok(()),
-        Some(e) => Err(Error::cudnn(e, what())),
-    }
-}
-
-impl Desc {
-    fn new(lib: &'static CudnnLibrary, kind: Kind) -> Result<Self> {
-        let mut ptr: BackendDesc = std::ptr::null_mut();
-        // SAFETY: cuDNN writes one descriptor pointer.
-        let code = unsafe { (lib.api.cudnnBackendCreateDescriptor)(kind as u32, &raw mut ptr) };
-        status(code, || format!("creating a graph-API {kind:?}"))?;
-        Ok(Self { ptr, lib })
-    }
-
-    /// Sets attribute `name` to `values`, `count` elements of cuDNN type `ty`.
-    ///
-    /// # Safety
-    /// `values` must point to `count` elements of the C type cuDNN reads for `ty`.
-    unsafe fn set_raw(
-        &self,
-        name: Attr,
-        ty: Ty,
-        count: usize,
-        values: *const c_void,
-    ) -> Result<()> {
-        // SAFETY: the descriptor is live; the caller vouches for the element type.
-        let code = unsafe {
-            (self.lib.api.cudnnBackendSetAttribute)(
-                self.ptr,
-                name as u32,
-                ty as u32,
-                i64::try_from(count).unwrap_or(i64::MAX),
-                values,
-            )
-        };
-        status(code, || format!("setting {name:?}"))
-    }
-
-    fn set_i64s(&self, name: Attr, values: &[i64]) -> Result<()> {
-        // SAFETY: `values` holds `values.len()` int64_t.
-        unsafe {
-            self.set_raw(
-                name,
-                Ty::CUDNN_TYPE_INT64,
-                values.len(),
-                values.as_ptr().cast(),
-            )
-        }
-    }
-
-    /// An attribute whose C type is a 32-bit enum (data type, mode, knob type, ...).
-    fn set_enum(&self, name: Attr, ty: Ty, value: u32) -> Result<()> {
-        // SAFETY: cuDNN's enums are 32-bit; one element.
-        unsafe { self.set_raw(name, ty, 1, (&raw const value).cast()) }
-    }
-
-    fn set_descs(&self, name: Attr, descs: &[&Desc]) -> Result<()> {
-        let ptrs: Vec<BackendDesc> = descs.iter().map(|d| d.ptr).collect();
-        // SAFETY: `ptrs` holds live descriptors, as many as passed.
-        unsafe {
-            self.set_raw(
-                name,
-                Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                ptrs.len(),
-                ptrs.as_ptr().cast(),
-            )
-        }
-    }
-
-    fn finalize(&self, what: impl FnOnce() -> String) -> Result<()> {
-        // SAFETY: the descriptor is live.
-        let code = unsafe { (self.lib.api.cudnnBackendFinalize)(self.ptr) };
-        status(code, what)
-    }
-
-    /// Reads up to `out.len()` elements of attribute `name`; returns how many there are.
-    ///
-    /// # Safety
-    /// `out` must be `out.len()` elements of the C type cuDNN writes for `ty`.
-    unsafe fn get_raw<T>(&self, name: Attr, ty: Ty, out: &mut [T]) -> Result<usize> {
-        let mut count = 0i64;
-        // SAFETY: the descriptor is live; `out` has room for the requested elements.
-        let code = unsafe {
-            (self.lib.api.cudnnBackendGetAttribute)(
-                self.ptr,
-                name as u32,
-                ty as u32,
-                i64::try_from(out.len()).unwrap_or(i64::MAX),
-                &raw mut count,
-                out.as_mut_ptr().cast(),
-            )
-        };
-        status(code, || format!("reading {name:?}"))?;
-        Ok(usize::try_from(count).unwrap_or(0).min(out.len()))
-    }
-
-    fn get_i64(&self, name: Attr) -> Result<i64> {
-        let mut v = [0i64];
-        // SAFETY: one int64_t.
-        unsafe { self.get_raw(name, Ty::CUDNN_TYPE_INT64, &mut v) }?;
-        Ok(v[0])
-    }
-
-    fn get_enums(&self, name: Attr, ty: Ty) -> Result<Vec<u32>> {
-        let mut v = [0u32; 32];
-        // SAFETY: 32-bit enum elements.
-        let n = unsafe { self.get_raw(name, ty, &mut v) }?;
-        Ok(v[..n].to_vec())
-    }
-
-    /// Fills `out` (created, not finalized descriptors of the right kind) from a
-    /// descriptor-array attribute; returns how many cuDNN filled.
-    fn get_descs(&self, name: Attr, out: &[Desc]) -> Result<usize> {
-        let mut ptrs: Vec<BackendDesc> = out.iter().map(|d| d.ptr).collect();
-        // SAFETY: `ptrs` holds live descriptors for cuDNN to fill.
-        unsafe { self.get_raw(name, Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR, &mut ptrs) }
-    }
-
-    /// How many elements a descriptor-array attribute has.
-    fn count_descs(&self, name: Attr) -> Result<usize> {
-        let mut count = 0i64;
-        // SAFETY: zero elements requested; cuDNN only writes the count.
-        let code = unsafe {
-            (self.lib.api.cudnnBackendGetAttribute)(
-                self.ptr,
-                name as u32,
-                Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR as u32,
-                0,
-                &raw mut count,
-                std::ptr::null_mut(),
-            )
-        };
-        status(code, || format!("counting {name:?}"))?;
-        Ok(usize::try_from(count).unwrap_or(0))
-    }
-}
 
 /// The operation graph of one problem with its scaling factors; it keeps the descriptors
 /// it was built from alive.
@@ -764,6 +611,42 @@ pub(crate) fn alignment(ptrs: &RawPointers) -> i64 {
         align /= 2;
     }
     align
+}
+
+/// An operation graph is fixed by the problem, the scaling factors and the alignment the
+/// addresses have.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct GraphKey {
+    problem: ProblemKey,
+    scalars: (u64, u64),
+    align: i64,
+}
+
+impl GraphKey {
+    pub(crate) fn new(p: &RawProblem<'_>, alpha: f64, beta: f64, align: i64) -> Self {
+        Self {
+            problem: ProblemKey::new(p, Route::Engine(None), MathType::Default),
+            scalars: (alpha.to_bits(), beta.to_bits()),
+            align,
+        }
+    }
+}
+
+/// A plan is the engine configuration built for one operation graph (by the graph's
+/// address: the entry keeps its graph alive, so no other graph can take that address).
+pub(crate) type PlanKey = (usize, EngineConfig);
+
+/// What the graph-API path keeps per context, each cache bounded.
+#[derive(Default)]
+pub(crate) struct EngineCache {
+    pub(crate) graphs: BoundedCache<GraphKey, std::rc::Rc<OpGraph>>,
+    pub(crate) plans: BoundedCache<PlanKey, (std::rc::Rc<OpGraph>, std::rc::Rc<Plan>)>,
+    /// `BestEngine`'s choice per problem and math type.
+    pub(crate) choices: BoundedCache<ProblemKey, EngineConfig>,
+    /// `DefaultAlgo`'s untimed choice per problem and math type.
+    pub(crate) defaults: BoundedCache<ProblemKey, EngineConfig>,
+    /// `DefaultAlgo`'s measured choice per problem and math type (benchmarking on).
+    pub(crate) measured: BoundedCache<ProblemKey, Engine>,
 }
 
 #[cfg(test)]

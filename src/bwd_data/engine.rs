@@ -1,0 +1,445 @@
+//! The graph-API (backend) path of the context: operation graphs and plans built once
+//! and kept, the engine heuristics (`BestEngine`, `get_convolution_backward_data_engine`),
+//! engine autotuning, and running a plan. The descriptors themselves are built by
+//! [`super::graph`].
+
+use cudarc::driver::{sys::CUdeviceptr, CudaSlice};
+
+use super::graph::{self, GraphKey, OpGraph, Plan};
+use crate::context::{alloc_bytes, CudnnContext};
+use crate::convolution::{Engine, EngineConfig, Route};
+use crate::error::{CudnnError, Error, Result};
+use crate::math_type::MathType;
+use crate::memory::GpuBufferMut;
+use crate::problem::{ProblemKey, RawPointers, RawProblem};
+
+/// Calls timed back to back per trial when measuring engines.
+const CALLS_PER_TRIAL: usize = 5;
+
+impl CudnnContext {
+    pub(crate) fn engine_graph(
+        &self,
+        p: &RawProblem<'_>,
+        alpha: f64,
+        beta: f64,
+        align: i64,
+    ) -> Result<std::rc::Rc<OpGraph>> {
+        let key = GraphKey::new(p, alpha, beta, align);
+        if let Some(g) = self.engines.borrow_mut().graphs.get(&key) {
+            return Ok(std::rc::Rc::clone(g));
+        }
+        self.bind()?;
+        let graph = std::rc::Rc::new(graph::build_graph(
+            self.lib,
+            self.as_raw(),
+            p,
+            alpha,
+            beta,
+            align,
+        )?);
+        self.engines
+            .borrow_mut()
+            .graphs
+            .insert(key, std::rc::Rc::clone(&graph));
+        Ok(graph)
+    }
+
+    /// The plan of `config` for a graph, built once; `None` when `accept` refuses the
+    /// engine's notes.
+    pub(crate) fn engine_config_plan(
+        &self,
+        graph: &std::rc::Rc<OpGraph>,
+        config: EngineConfig,
+        from: Option<&crate::backend::Desc>,
+        accept: impl Fn(&graph::Notes) -> bool,
+    ) -> Result<Option<std::rc::Rc<Plan>>> {
+        let key = (std::rc::Rc::as_ptr(graph) as usize, config);
+        if let Some((_, plan)) = self.engines.borrow_mut().plans.get(&key) {
+            return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
+        }
+        let Some(plan) = graph::build_plan(self.lib, self.as_raw(), graph, config, from, accept)?
+        else {
+            return Ok(None);
+        };
+        let plan = std::rc::Rc::new(plan);
+        self.engines
+            .borrow_mut()
+            .plans
+            .insert(key, (std::rc::Rc::clone(graph), std::rc::Rc::clone(&plan)));
+        Ok(Some(plan))
+    }
+
+    /// Which engines a problem's calls may run: those fitting the math type (and, with
+    /// `deterministic_only`, deterministic ones).
+    pub(crate) fn engine_filter(
+        p: &RawProblem<'_>,
+        math: MathType,
+        deterministic_only: bool,
+    ) -> impl Fn(&graph::Notes) -> bool {
+        let comp = p.conv.comp();
+        move |n: &graph::Notes| n.fit(math, comp) && !(deterministic_only && n.nondeterministic)
+    }
+
+    /// The engines `sources` list for the graph that build and pass `accept`, best first;
+    /// at most `limit`.
+    pub(crate) fn engine_candidates(
+        &self,
+        graph: &std::rc::Rc<OpGraph>,
+        accept: &dyn Fn(&graph::Notes) -> bool,
+        limit: usize,
+        sources: graph::Sources,
+    ) -> Result<Vec<std::rc::Rc<Plan>>> {
+        let mut out = Vec::new();
+        for c in graph::candidates(self.lib, graph, sources)? {
+            if out.len() >= limit {
+                break;
+            }
+            // An engine the heuristic lists may still refuse to build: skip it.
+            if let Ok(Some(plan)) =
+                self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
+            {
+                out.push(plan);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn no_engine(&self, p: &RawProblem<'_>, deterministic_only: bool) -> Error {
+        Error::cudnn(
+            CudnnError::NotSupported,
+            format!(
+                "cuDNN {}.{}.{} offers no {}graph-API engine for {} with math type {}",
+                self.version().0,
+                self.version().1,
+                self.version().2,
+                if deterministic_only {
+                    "deterministic "
+                } else {
+                    ""
+                },
+                p.describe(),
+                p.conv.math_type().name()
+            ),
+        )
+    }
+
+    /// The plan a call with these scalars and alignment runs: `config`, or `BestEngine`'s
+    /// choice (made once per problem and math type, for alpha = 1, beta = 0 and aligned
+    /// addresses, and kept; another graph rebuilds the same engine, or chooses again when
+    /// that engine refuses it).
+    pub(crate) fn engine_plan(
+        &self,
+        p: &RawProblem<'_>,
+        config: Option<EngineConfig>,
+        math: MathType,
+        alpha: f64,
+        beta: f64,
+        align: i64,
+    ) -> Result<std::rc::Rc<Plan>> {
+        let graph = self.engine_graph(p, alpha, beta, align)?;
+        if let Some(config) = config {
+            return self
+                .engine_config_plan(&graph, config, None, |_| true)?
+                .ok_or_else(|| self.no_engine(p, false));
+        }
+        let key = ProblemKey::new(p, Route::Engine(None), math);
+        let chosen = self.engines.borrow_mut().choices.get(&key).copied();
+        let chosen = if let Some(c) = chosen {
+            c
+        } else {
+            let canonical = self.engine_graph(p, 1.0, 0.0, 16)?;
+            let best = self
+                .engine_candidates(
+                    &canonical,
+                    &Self::engine_filter(p, math, false),
+                    1,
+                    graph::Sources::Heuristics,
+                )?
+                .first()
+                .map(|plan| plan.config)
+                .ok_or_else(|| self.no_engine(p, false))?;
+            self.engines.borrow_mut().choices.insert(key, best);
+            best
+        };
+        if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, None, |_| true) {
+            return Ok(plan);
+        }
+        self.engine_candidates(
+            &graph,
+            &Self::engine_filter(p, math, false),
+            1,
+            graph::Sources::Heuristics,
+        )?
+        .into_iter()
+        .next()
+        .ok_or_else(|| self.no_engine(p, false))
+    }
+
+    /// The graph-API heuristic's first engine for the problem that fits the descriptor's
+    /// math type (and, with `deterministic_only`, is deterministic): what `BestEngine`
+    /// runs when not asked for determinism.
+    pub fn get_engine_raw(&self, p: RawProblem<'_>, deterministic_only: bool) -> Result<Engine> {
+        p.validate(crate::convolution::AlgoKind::Engine)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let graph = self.engine_graph(&p, 1.0, 0.0, 16)?;
+        self.engine_candidates(
+            &graph,
+            &Self::engine_filter(&p, math, deterministic_only),
+            1,
+            graph::Sources::Heuristics,
+        )?
+        .first()
+        .map(|plan| plan.engine())
+        .ok_or_else(|| self.no_engine(&p, deterministic_only))
+    }
+
+    /// Autotune: builds the graph API's engines for the problem, every configuration its
+    /// heuristics rank (each knob setting of modes A, B and the fallback list) and then
+    /// every other engine (those that fit the descriptor's math type, `deterministic_only`
+    /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
+    /// [`Self::last_find_report`] for what was left out), and times each on the given
+    /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten times slower than
+    /// the fastest so far on its warm-up is not run again), writing into a scratch `dx`.
+    /// Fastest first.
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn find_engines_raw(
+        &self,
+        p: RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+        max_workspace: Option<usize>,
+        deterministic_only: bool,
+        limit: usize,
+        budget: Option<std::time::Duration>,
+    ) -> Result<Vec<Engine>> {
+        p.validate(crate::convolution::AlgoKind::Engine)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let accept = Self::engine_filter(&p, math, deterministic_only);
+        // SAFETY: forwarded from this function's contract.
+        let timed = unsafe {
+            self.time_engines(
+                &p,
+                w,
+                dy,
+                max_workspace,
+                &accept,
+                limit,
+                graph::Sources::Exhaustive,
+                budget,
+            )?
+        };
+        if timed.is_empty() {
+            return Err(self.no_engine(&p, deterministic_only));
+        }
+        Ok(timed.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// Every engine the graph-API heuristic lists for the problem, with cuDNN's notes on
+    /// it and its time, whether or not the math type admits it: for tuning this crate's
+    /// engine filter (`examples/engine_report.rs`), not for users.
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    #[doc(hidden)]
+    pub unsafe fn engine_report(
+        &self,
+        p: RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+    ) -> Result<Vec<String>> {
+        p.geometry()?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        let fit = Self::engine_filter(&p, math, false);
+        // SAFETY: forwarded from this function's contract.
+        let timed = unsafe {
+            self.time_engines(
+                &p,
+                w,
+                dy,
+                None,
+                &|_| true,
+                64,
+                graph::Sources::Exhaustive,
+                None,
+            )?
+        };
+        Ok(timed
+            .into_iter()
+            .map(|(e, notes)| {
+                format!(
+                    "{:8.4} ms  ws {:>10}  fits {}: {}  {}  {:?}",
+                    e.time(),
+                    e.workspace_size(),
+                    math.name(),
+                    if fit(&notes) { "yes" } else { "NO " },
+                    e.config(),
+                    notes
+                )
+            })
+            .collect())
+    }
+
+    /// Builds up to `limit` of the engines `sources` list (in their order) that pass
+    /// `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up,
+    /// then the best of three trials of five calls) into a scratch `dx`, until `budget` runs out; fastest
+    /// first. Records `(timed, left out)` for [`Self::last_find_report`].
+    ///
+    /// # Safety
+    /// As [`Self::find_algorithms_raw`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn time_engines(
+        &self,
+        p: &RawProblem<'_>,
+        w: CUdeviceptr,
+        dy: CUdeviceptr,
+        max_workspace: Option<usize>,
+        accept: &dyn Fn(&graph::Notes) -> bool,
+        limit: usize,
+        sources: graph::Sources,
+        budget: Option<std::time::Duration>,
+    ) -> Result<Vec<(Engine, graph::Notes)>> {
+        let started = std::time::Instant::now();
+        let mut scratch_dx: CudaSlice<u8> = alloc_bytes(&self.stream, p.dx.nbytes().max(1))?;
+        let (dx, _gdx) = GpuBufferMut::device_ptr_mut(&mut scratch_dx, &self.stream);
+        let align = graph::alignment(&RawPointers {
+            w,
+            dy,
+            dx,
+            workspace: (0, 0),
+        });
+        let graph = self.engine_graph(p, 1.0, 0.0, align)?;
+        let configs = graph::candidates(self.lib, &graph, sources)?;
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
+        let mut workspace: Option<CudaSlice<u8>> = None;
+        let mut found = Vec::new();
+        let mut fastest = f32::INFINITY;
+        let (mut timed, mut left_out) = (0usize, 0usize);
+        for (i, c) in configs.iter().enumerate() {
+            if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
+                left_out = configs.len() - i;
+                break;
+            }
+            // An engine the heuristic lists may still refuse to build: skip it.
+            let Ok(Some(plan)) = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept)
+            else {
+                continue;
+            };
+            if max_workspace.is_some_and(|cap| plan.workspace > cap) {
+                continue;
+            }
+            if workspace.as_ref().map_or(0, CudaSlice::len) < plan.workspace {
+                workspace = None;
+                // A workspace the device cannot hold rules the engine out, not the find.
+                match alloc_bytes(&self.stream, plan.workspace) {
+                    Ok(ws) => workspace = Some(ws),
+                    Err(Error::OutOfMemory { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let (ws, _gws) = match workspace.as_mut() {
+                Some(ws) => {
+                    let len = ws.len();
+                    let (ptr, guard) = GpuBufferMut::device_ptr_mut(ws, &self.stream);
+                    ((ptr, len), Some(guard))
+                }
+                None => ((0, 0), None),
+            };
+            let ptrs = RawPointers {
+                w,
+                dy,
+                dx,
+                workspace: ws,
+            };
+            timed += 1;
+            let mut best = f32::INFINITY;
+            // A warm-up call, then three trials of CALLS_PER_TRIAL calls back to back (a
+            // single call of a small problem is within the timer's noise): the best
+            // trial's mean.
+            for run in 0..4 {
+                let calls = if run == 0 { 1 } else { CALLS_PER_TRIAL };
+                start.record(&self.stream)?;
+                let mut code = 0;
+                for _ in 0..calls {
+                    // SAFETY: w and dy per the caller; dx and the workspace were allocated
+                    // above with the sizes the graph and this plan need.
+                    code = unsafe { graph::execute(self.lib, self.as_raw(), &plan, &ptrs)? };
+                    if code != 0 {
+                        break;
+                    }
+                }
+                end.record(&self.stream)?;
+                if code != 0 {
+                    best = f32::INFINITY;
+                    break;
+                }
+                end.synchronize()?;
+                #[allow(clippy::cast_precision_loss)] // a handful of calls
+                let ms = start.elapsed_ms(&end)? / calls as f32;
+                if run > 0 {
+                    best = best.min(ms);
+                } else if ms > 10.0 * fastest {
+                    // Ten times slower than the fastest so far even counting its warm-up:
+                    // not worth three more runs.
+                    best = ms;
+                    break;
+                }
+            }
+            fastest = fastest.min(best);
+            if best.is_finite() {
+                found.push((plan.engine().with_time(best), plan.notes));
+            }
+        }
+        self.last_find.set((timed, left_out));
+        found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
+        Ok(found)
+    }
+
+    /// The graph-API half of [`Self::execute`].
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`]; the problem has been validated.
+    pub(crate) unsafe fn execute_engine(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        config: Option<EngineConfig>,
+        math: MathType,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        let plan = self.engine_plan(&p, config, math, alpha, beta, graph::alignment(&ptrs))?;
+        if plan.workspace > ptrs.workspace.1 {
+            return Err(Error::InvalidArgument(format!(
+                "graph-API {} needs a workspace of {} bytes for this problem, got {}",
+                plan.config, plan.workspace, ptrs.workspace.1
+            )));
+        }
+        self.bind()?;
+        let (lib, handle) = (self.lib, self.as_raw());
+        let call = || {
+            // SAFETY: the plan was built for this problem, scalars and alignment; the
+            // memory is this function's contract.
+            unsafe { graph::execute(lib, handle, &plan, &ptrs) }
+                .unwrap_or(CudnnError::InternalError.code())
+        };
+        let route = Route::Engine(Some(plan.config));
+        if crate::replay::enabled()
+            // SAFETY: `call` is the call described; the addresses are this function's
+            // contract.
+            && unsafe { self.replay_or_capture(&p, route, math, &ptrs, alpha, beta, &call)? }
+        {
+            return Ok(());
+        }
+        match CudnnError::from_code(call()) {
+            None => Ok(()),
+            Some(e) => Err(Error::cudnn(
+                e,
+                format!("running graph-API {} for {}", plan.config, p.describe()),
+            )),
+        }
+    }
+}

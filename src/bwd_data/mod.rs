@@ -1,0 +1,208 @@
+//! Convolution backward data (`dx = alpha * dgrad(w, dy) + beta * dx`) on a
+//! [`CudnnContext`]: one file per concern, each adding methods to the context.
+//!
+//! - `support.rs`: THE support table (compile-time bounds, run-time rows, dispatch arms);
+//! - `legacy.rs`: `cudnnConvolutionBackwardData`, its heuristic, find and workspace query;
+//! - `graph.rs`: the graph-API objects of this operation (op graph, plans, variant packs);
+//! - `engine.rs`: the context's graph-API path (plans kept, engine heuristics, autotune);
+//! - `policy.rs`: the default choice (`DefaultAlgo`), measured tier and saved caches;
+//! - `typed.rs`: the original crate's generic, trait-bound API;
+//! - here: the run-time entry points every path shares (validation, workspace size,
+//!   routing to the legacy or graph API, CUDA-graph replay of repeated calls).
+
+mod engine;
+pub mod graph;
+mod legacy;
+mod policy;
+pub mod support;
+mod typed;
+
+use std::ffi::c_void;
+
+use crate::context::CudnnContext;
+use crate::convolution::{Route, SelectedAlgo};
+use crate::error::Result;
+use crate::math_type::MathType;
+use crate::problem::{ProblemKey, RawPointers, RawProblem};
+
+impl CudnnContext {
+    /// Workspace bytes for `route` run with math type `math`. For the graph API this is
+    /// the plan for alpha = 1, beta = 0 and 16-byte aligned addresses, the common call.
+    pub fn workspace_size_with(
+        &self,
+        p: RawProblem<'_>,
+        route: Route,
+        math: MathType,
+    ) -> Result<Option<usize>> {
+        // Shapes first: a graph built from shapes that do not fit is a cuDNN BAD_PARAM.
+        p.geometry()?;
+        self.workspace_size_checked(p, route, math)
+    }
+
+    /// Workspace bytes the call with `algo` needs, with the math type it runs with; the
+    /// shapes are checked first.
+    pub fn workspace_size_selected(
+        &self,
+        p: RawProblem<'_>,
+        algo: SelectedAlgo,
+    ) -> Result<Option<usize>> {
+        p.geometry()?;
+        self.workspace_size_checked(p, algo.route(), p.resolve_math(algo.math_type()))
+    }
+
+    /// [`Self::workspace_size_with`] for a problem whose shapes have been checked.
+    pub(crate) fn workspace_size_checked(
+        &self,
+        p: RawProblem<'_>,
+        route: Route,
+        math: MathType,
+    ) -> Result<Option<usize>> {
+        let route = self.resolve_route(&p, route, math)?;
+        let key = ProblemKey::new(&p, route, math);
+        if let Some(size) = self.workspace_sizes.borrow_mut().get(&key) {
+            return Ok(*size);
+        }
+        let size = match route {
+            Route::Legacy(algo) => self.query_workspace_size(p, algo, math)?,
+            Route::Engine(choice) => {
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                (plan.workspace > 0).then_some(plan.workspace)
+            }
+            // Resolved above; kept total.
+            Route::Default => {
+                let choice = Some(self.default_config(&p, math)?);
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                (plan.workspace > 0).then_some(plan.workspace)
+            }
+        };
+        self.workspace_sizes.borrow_mut().insert(key, size);
+        Ok(size)
+    }
+
+    /// `dx = alpha * dgrad(w, dy) + beta * dx` on raw device addresses. Checks the support
+    /// table for `kind`, the shapes, and the workspace size before anything runs.
+    ///
+    /// # Safety
+    /// The addresses must point to device memory of this context holding at least as
+    /// many elements as the descriptors say (the workspace: `workspace.1` bytes), with
+    /// `dx` writable and not overlapping the inputs, all valid until the work completes.
+    pub unsafe fn backward_data_raw(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        algo: SelectedAlgo,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        p.validate(algo.kind())?;
+        // SAFETY: forwarded from this function's contract; validated just now.
+        unsafe { self.backward_data_validated(alpha, p, algo, ptrs, beta) }
+    }
+
+    /// [`Self::backward_data_raw`] for a problem the caller has validated
+    /// ([`RawProblem::validate`] for `algo.kind()`): table, ranks and shapes are not
+    /// checked again. The workspace size still is (it depends on the algorithm).
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`], and `p.validate(algo.kind())` succeeded.
+    pub(crate) unsafe fn backward_data_validated(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        algo: SelectedAlgo,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        let math = p.resolve_math(algo.math_type());
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.execute(alpha, p, algo.route(), math, ptrs, beta) }
+    }
+
+    /// Runs `algo` on any configuration cuDNN accepts, bypassing the support table (shapes
+    /// are still checked): for the sweep that measures what cuDNN supports and so
+    /// maintains the table. Users want [`Self::backward_data_raw`].
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`].
+    pub unsafe fn probe_backward_data(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        route: Route,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        p.geometry()?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.execute(alpha, p, route, math, ptrs, beta) }
+    }
+
+    /// # Safety
+    /// As [`Self::backward_data_raw`]; the problem has been validated.
+    pub(crate) unsafe fn execute(
+        &self,
+        alpha: f64,
+        p: RawProblem<'_>,
+        route: Route,
+        math: MathType,
+        ptrs: RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        let algo = match route {
+            Route::Legacy(algo) => algo,
+            Route::Engine(config) => {
+                // SAFETY: forwarded from this function's contract.
+                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+            }
+            Route::Default => {
+                let config = Some(self.default_config(&p, math)?);
+                // SAFETY: forwarded from this function's contract.
+                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+            }
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.execute_legacy(alpha, p, algo, math, ptrs, beta) }
+    }
+
+    /// Runs a repeated call as a CUDA graph (see [`crate::replay`]): `Ok(true)` when the
+    /// work was enqueued that way, `Ok(false)` when the caller should call cuDNN directly.
+    ///
+    /// # Safety
+    /// `call` must be the call `p`, `route`, `math`, `ptrs`, `alpha` and `beta` describe,
+    /// with the addresses valid as [`Self::backward_data_raw`] requires.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn replay_or_capture(
+        &self,
+        p: &RawProblem<'_>,
+        route: Route,
+        math: MathType,
+        ptrs: &RawPointers,
+        alpha: f64,
+        beta: f64,
+        call: &dyn Fn() -> u32,
+    ) -> Result<bool> {
+        let (api, handle) = (&self.lib.api, self.as_raw());
+        let issue = |s: cudarc::driver::sys::CUstream| {
+            // SAFETY: the handle is live; `s` is this context's private stream.
+            let set = unsafe { (api.cudnnSetStream)(handle, s.cast()) };
+            set == 0 && call() == 0
+        };
+        // SAFETY: the stream is this context's; the key is the call's problem, route and
+        // math type, the addresses and scalars are compared by the cache, and they are
+        // valid now (this function's contract); `issue` only points cuDNN at the stream it
+        // is given and enqueues the call there.
+        unsafe {
+            crate::replay::replay_or_capture(
+                &self.graphs,
+                self.stream.cu_stream().cast::<c_void>(),
+                |k| k.matches(p, route, math),
+                || ProblemKey::new(p, route, math),
+                ptrs,
+                (alpha, beta),
+                issue,
+                || self.apply_stream(),
+            )
+        }
+    }
+}
