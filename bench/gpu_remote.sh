@@ -48,7 +48,7 @@ unset CUDNN_RS_CUDNN_PATH
 if [ "${GPU_RUN_SANITIZER:-0}" = 1 ]; then
   # Every row under memcheck takes too long for one call: the tests that replay, the
   # graph-API engines, determinism and the refused call.
-  TAIL=4 step memcheck timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated data_algo1 not_supported heuristic
+  TAIL=4 step memcheck timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated data_algo1 not_supported heuristic depthwise typed_finds
   TAIL=4 step racecheck timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api
 fi
 TAIL=25 step pytest_gpu python3 -m pytest tests/python -rs -q --timeout 300 -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py

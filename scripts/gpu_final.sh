@@ -51,6 +51,14 @@ verify)
     [ -f "$lib" ] || continue
     CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
   done
+  # compute-sanitizer memcheck on the replay, engine, refusal and twin tests (pip cuDNN).
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
+  if [ -n "$cs" ]; then
+    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run memcheck 240 "$cs" --tool memcheck --error-exitcode 9 \
+      .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds
+  else
+    echo "=== memcheck: no compute-sanitizer on this machine"
+  fi
   TAIL=5 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000

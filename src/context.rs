@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
 
 use crate::bwd_data::graph::EngineCache;
+use crate::bwd_data::twin::Twin;
 use crate::cache::BoundedCache;
 use crate::error::{Error, Result};
 use crate::find_cache::FindCache;
@@ -32,6 +33,9 @@ pub struct CudnnContext {
     pub(crate) stream: Arc<CudaStream>,
     /// Workspace sizes already asked of cuDNN, so a repeated call asks no more.
     pub(crate) workspace_sizes: std::cell::RefCell<BoundedCache<ProblemKey, Option<usize>>>,
+    /// Whether the default choice runs a problem through its NHWC twin, and the twin
+    /// (see `bwd_data::transposed`).
+    pub(crate) twins: std::cell::RefCell<BoundedCache<ProblemKey, Option<std::rc::Rc<Twin>>>>,
     /// Repeated calls captured as CUDA graphs (see `replay`).
     pub(crate) graphs: std::cell::RefCell<GraphCache<ProblemKey>>,
     /// Graph-API operation graphs, plans and the engine choices (see `bwd_data::graph`).
@@ -143,6 +147,7 @@ impl CudnnContext {
             ctx,
             stream,
             workspace_sizes: std::cell::RefCell::new(BoundedCache::default()),
+            twins: std::cell::RefCell::new(BoundedCache::default()),
             graphs: std::cell::RefCell::new(GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),
             benchmark: std::cell::Cell::new(false),

@@ -96,6 +96,9 @@ cudnn_api! {
     cudnnGetConvolutionBackwardDataWorkspaceSize: fn(
         CudnnHandle, FilterDesc, TensorDesc, ConvDesc, TensorDesc, u32, *mut usize,
     ) -> Status;
+    cudnnTransformTensor: fn(
+        CudnnHandle, *const c_void, TensorDesc, *const c_void, *const c_void, TensorDesc, *mut c_void,
+    ) -> Status;
     cudnnConvolutionBackwardData: fn(
         CudnnHandle, *const c_void, FilterDesc, *const c_void, TensorDesc, *const c_void, ConvDesc, u32,
         *mut c_void, usize, *const c_void, TensorDesc, *mut c_void,

@@ -950,3 +950,117 @@ fn typed_finds_go_through_the_algorithm_cache_and_are_saved() {
     assert_eq!(loaded, first);
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
+    // A MobileNet-like depthwise layer, large enough for the default choice to run it
+    // through its NHWC twin (bwd_data/twin.rs): dx has 4 * 32 * 40 * 40 elements.
+    let ctx = context();
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(29);
+    let (n, c, hw) = (4usize, 32usize, 40usize);
+    let (w_shape, x_shape) = ([c, 1, 3, 3], [n, c, hw, hw]);
+    let len = n * c * hw * hw;
+    let w_h: Vec<f32> = (0..c * 9).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let dy_h: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let dx0: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        c as i64,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &x_shape, &x_shape, &params).unwrap();
+    let (alpha, beta) = (1.5f32, 0.5f32);
+    let mut want = dx0.clone();
+    convolution_backward_data_naive(
+        &geo,
+        Format::Nchw,
+        Format::Nchw,
+        Format::Nchw,
+        f64::from(alpha),
+        &w_h,
+        &dy_h,
+        f64::from(beta),
+        &mut want,
+    )
+    .unwrap();
+    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [32, 1, 3, 3], NCHW).unwrap();
+    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [4, 32, 40, 40], NCHW).unwrap();
+    let mut dx =
+        Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dx0), [4, 32, 40, 40], NCHW).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        32,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap();
+    let size = ctx
+        .get_convolution_backward_data_workspace_size(
+            w.descriptor(),
+            dy.descriptor(),
+            dx.descriptor(),
+            &conv,
+            &DefaultAlgo,
+        )
+        .unwrap()
+        .unwrap_or(0);
+    // The twin needs room for NHWC copies of dy and dx.
+    assert!(
+        size >= 2 * len * 4,
+        "workspace {size} bytes cannot hold both NHWC copies"
+    );
+    // Too small a workspace is refused before anything is written.
+    let mut small = stream.alloc_zeros::<u8>(len * 4).unwrap();
+    let refused = ctx.convolution_backward_data(
+        alpha,
+        &w,
+        &dy,
+        &conv,
+        &DefaultAlgo,
+        Some(&mut small),
+        beta,
+        &mut dx,
+    );
+    assert!(
+        refused.is_err(),
+        "a workspace of {} bytes was accepted",
+        len * 4
+    );
+    assert_eq!(
+        stream.clone_dtoh(dx.data()).unwrap(),
+        dx0,
+        "dx written by a refused call"
+    );
+    let mut ws = Some(stream.alloc_zeros::<u8>(size.max(1)).unwrap());
+    let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    // Several calls from the same dx0 (the repeats are replayed as a CUDA graph).
+    for i in 0..4 {
+        stream.memcpy_htod(&dx0, dx.data_mut()).unwrap();
+        ctx.convolution_backward_data(
+            alpha,
+            &w,
+            &dy,
+            &conv,
+            &DefaultAlgo,
+            ws.as_mut(),
+            beta,
+            &mut dx,
+        )
+        .unwrap();
+        let got = stream.clone_dtoh(dx.data()).unwrap();
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(g, r)| (g - r).abs())
+            .fold(0.0f32, f32::max)
+            / scale;
+        assert!(err < 1e-5, "call {i}: relative error {err}");
+    }
+}

@@ -6,6 +6,8 @@
 //! - `graph.rs`: the graph-API objects of this operation (op graph, plans, variant packs);
 //! - `engine.rs`: the context's graph-API path (plans kept, engine heuristics, autotune);
 //! - `policy.rs`: the default choice (`DefaultAlgo`), measured tier and saved caches;
+//! - `twin.rs`, `transposed.rs`: depthwise f32 NCHW problems run through their NHWC twin
+//!   by the default choice;
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls).
@@ -15,6 +17,8 @@ pub mod graph;
 mod legacy;
 mod policy;
 pub mod support;
+mod transposed;
+pub(crate) mod twin;
 mod typed;
 
 use std::ffi::c_void;
@@ -57,6 +61,11 @@ impl CudnnContext {
         route: Route,
         math: MathType,
     ) -> Result<Option<usize>> {
+        if route == Route::Default {
+            if let Some(twin) = self.twin(&p, math) {
+                return Ok(Some(self.twin_workspace(&p, &twin, math)?));
+            }
+        }
         let route = self.resolve_route(&p, route, math)?;
         let key = ProblemKey::new(&p, route, math);
         if let Some(size) = self.workspace_sizes.borrow_mut().get(&key) {
@@ -156,6 +165,10 @@ impl CudnnContext {
                 return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
             }
             Route::Default => {
+                if let Some(twin) = self.twin(&p, math) {
+                    // SAFETY: forwarded from this function's contract.
+                    return unsafe { self.execute_twin(alpha, p, &twin, math, ptrs, beta) };
+                }
                 let config = Some(self.default_config(&p, math)?);
                 // SAFETY: forwarded from this function's contract.
                 return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };

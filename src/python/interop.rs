@@ -360,7 +360,7 @@ fn import_torch(
     let DeviceId::Cuda(ordinal) = h.inner.device else {
         return Ok(None);
     };
-    let Some(api) = super::torch_fast::torch_api(py) else {
+    let Some(api) = super::torch_api::torch_api(py) else {
         return Ok(None);
     };
     let Some(t) = api.read(obj) else {
@@ -384,7 +384,7 @@ fn import_torch(
 pub(crate) fn torch_core(
     py: Python<'_>,
     h: &PyHandle,
-    t: &super::torch_fast::TorchTensor,
+    t: &super::torch_api::TorchTensor,
     obj: &Bound<'_, PyAny>,
     format: Option<Format>,
     role: Role,

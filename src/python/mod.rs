@@ -17,6 +17,7 @@ mod markers;
 mod storage;
 mod streams;
 mod tensor;
+mod torch_api;
 mod torch_fast;
 
 use pyo3::prelude::*;

@@ -1,174 +1,24 @@
-//! PyTorch without the round trips: reading a CUDA tensor's memory, shape, strides and
-//! dtype straight from the tensor object (no DLPack export, no device lookups: PyTorch
-//! vouches for both), PyTorch's current stream as a raw address, and `conv_input_grad`'s
-//! whole PyTorch path in one native call.
-//!
-//! Everything here looks PyTorch up in `sys.modules` (never imports it) and answers
-//! `None` for anything it does not handle, so that the general path, with its own
-//! checks and messages, takes over.
+//! `conv_input_grad`'s whole PyTorch path in one native call (tensors read in place, see
+//! `torch_api`). It answers `None` for anything it does not handle, so that the general
+//! path, with its own checks and messages, takes over.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyTuple};
 
 use super::device::PyHandle;
 use super::errors::IntoPyResult;
 use super::handle::Operands;
 use super::interop::{dense_strides, resolve_format, torch_core};
+use super::torch_api::{torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
 use crate::convolution::geometry::ConvParams;
 use crate::convolution::{ConvolutionMode, RawConvolutionDescriptor};
 use crate::data_type::DType;
 use crate::math_type::MathType;
 use crate::tensor::{Format, Role};
-
-/// The parts of PyTorch this module uses, looked up once.
-pub(crate) struct TorchApi {
-    tensor: Py<PyType>,
-    strided: Py<PyAny>,
-    dtypes: [(Py<PyAny>, DType); 8],
-    /// `torch._C._cuda_getCurrentRawStream(index)`: the current stream's address.
-    raw_stream: Option<Py<PyAny>>,
-    /// `torch.cuda.current_stream(index)`: the stream object (kept by new handles).
-    current_stream: Py<PyAny>,
-    /// `torch._C._get_cudnn_allow_tf32()`.
-    allow_tf32: Option<Py<PyAny>>,
-    /// `torch._C._get_cudnn_benchmark()`.
-    benchmark: Option<Py<PyAny>>,
-}
-
-static TORCH: PyOnceLock<TorchApi> = PyOnceLock::new();
-
-/// PyTorch's API, when PyTorch is imported (by whoever made the tensors).
-pub(crate) fn torch_api(py: Python<'_>) -> Option<&TorchApi> {
-    if let Some(api) = TORCH.get(py) {
-        return Some(api);
-    }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let torch = modules.get_item("torch").ok()?;
-    let cuda = modules.get_item("torch.cuda").ok()?;
-    let c = torch.getattr("_C").ok()?;
-    let dtype = |name: &str| torch.getattr(name).ok().map(Bound::unbind);
-    let api = TorchApi {
-        tensor: torch
-            .getattr("Tensor")
-            .ok()?
-            .cast_into::<PyType>()
-            .ok()?
-            .unbind(),
-        strided: torch.getattr("strided").ok()?.unbind(),
-        dtypes: [
-            (dtype("float32")?, DType::F32),
-            (dtype("float64")?, DType::F64),
-            (dtype("float16")?, DType::F16),
-            (dtype("bfloat16")?, DType::BF16),
-            (dtype("int8")?, DType::I8),
-            (dtype("uint8")?, DType::U8),
-            (dtype("int32")?, DType::I32),
-            (dtype("int64")?, DType::I64),
-        ],
-        raw_stream: c
-            .getattr("_cuda_getCurrentRawStream")
-            .ok()
-            .map(Bound::unbind),
-        current_stream: cuda.getattr("current_stream").ok()?.unbind(),
-        allow_tf32: c.getattr("_get_cudnn_allow_tf32").ok().map(Bound::unbind),
-        benchmark: c.getattr("_get_cudnn_benchmark").ok().map(Bound::unbind),
-    };
-    Some(TORCH.get_or_init(py, || api))
-}
-
-/// A dense PyTorch CUDA tensor, as PyTorch describes it.
-pub(crate) struct TorchTensor {
-    pub ordinal: usize,
-    pub dtype: DType,
-    pub address: usize,
-    pub shape: Vec<usize>,
-    pub strides: Vec<i64>,
-}
-
-impl TorchApi {
-    /// `obj` read in place, if it is a strided PyTorch tensor on a GPU with a dtype we
-    /// map and a non-null address; `None` otherwise (or if PyTorch will not say, e.g. a
-    /// fake tensor while tracing).
-    pub(crate) fn read(&self, obj: &Bound<'_, PyAny>) -> Option<TorchTensor> {
-        let py = obj.py();
-        if !obj.is_instance(self.tensor.bind(py)).ok()? {
-            return None;
-        }
-        if !obj
-            .getattr(intern!(py, "layout"))
-            .ok()?
-            .is(self.strided.bind(py))
-        {
-            return None;
-        }
-        let ordinal = usize::try_from(
-            obj.call_method0(intern!(py, "get_device"))
-                .ok()?
-                .extract::<i64>()
-                .ok()?,
-        )
-        .ok()?;
-        let dt = obj.getattr(intern!(py, "dtype")).ok()?;
-        let dtype = self
-            .dtypes
-            .iter()
-            .find(|(d, _)| dt.is(d.bind(py)))
-            .map(|(_, t)| *t)?;
-        let address: usize = obj
-            .call_method0(intern!(py, "data_ptr"))
-            .ok()?
-            .extract()
-            .ok()?;
-        if address == 0 {
-            return None;
-        }
-        Some(TorchTensor {
-            ordinal,
-            dtype,
-            address,
-            shape: obj.getattr(intern!(py, "shape")).ok()?.extract().ok()?,
-            strides: obj
-                .call_method0(intern!(py, "stride"))
-                .ok()?
-                .extract()
-                .ok()?,
-        })
-    }
-
-    /// The address of PyTorch's current stream on device `ordinal`.
-    pub(crate) fn current_raw_stream(&self, py: Python<'_>, ordinal: usize) -> PyResult<usize> {
-        match &self.raw_stream {
-            Some(f) => f.call1(py, (ordinal,))?.extract(py),
-            None => self
-                .current_stream
-                .call1(py, (ordinal,))?
-                .getattr(py, intern!(py, "cuda_stream"))?
-                .extract(py),
-        }
-    }
-
-    /// `torch.backends.cudnn.allow_tf32`.
-    pub(crate) fn allow_tf32(&self, py: Python<'_>) -> PyResult<bool> {
-        Self::flag(py, self.allow_tf32.as_ref(), "allow_tf32")
-    }
-
-    /// `torch.backends.cudnn.benchmark`.
-    pub(crate) fn benchmark(&self, py: Python<'_>) -> PyResult<bool> {
-        Self::flag(py, self.benchmark.as_ref(), "benchmark")
-    }
-
-    fn flag(py: Python<'_>, getter: Option<&Py<PyAny>>, name: &str) -> PyResult<bool> {
-        match getter {
-            Some(f) => f.call0(py)?.extract(py),
-            None => py.import("torch.backends.cudnn")?.getattr(name)?.extract(),
-        }
-    }
-}
 
 // ---------------------------------------------------------------- conv_input_grad
 
@@ -203,7 +53,7 @@ fn handle_for(
     }
     // A new handle on PyTorch's current stream, made as `Handle(device, stream=...)`
     // makes it (the stream object is kept alive by the handle).
-    let stream_obj = api.current_stream.call1(py, (ordinal,))?;
+    let stream_obj = api.current_stream(py, ordinal)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("stream", stream_obj)?;
     kwargs.set_item("benchmark", benchmark)?;

@@ -30,6 +30,8 @@ CASES = {
     "2d": ((4, 16, 12, 11), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),
     "2d-strided-grouped": ((2, 8, 15, 14), (12, 4, 3, 3), (2, 2), (1, 1), (1, 1), 2),
     "3d": ((2, 4, 6, 7, 5), (8, 4, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
+    # Large enough that the default choice runs f32 NCHW through the NHWC twin.
+    "2d-depthwise": ((4, 32, 40, 40), (32, 1, 3, 3), (1, 1), (1, 1), (1, 1), 32),
 }
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 

@@ -1,0 +1,202 @@
+//! The NHWC twin of a depthwise f32 NCHW problem: which problems have one, its
+//! descriptors and the workspace layout of a call through it (the running is in
+//! `transposed.rs`).
+//!
+//! Why:
+//! cuDNN's NCHW engines for depthwise f32 convolutions are several times slower than its
+//! NHWC one (on the H200: 3.6x on a 3x3 256-channel layer, 3x on a 7x7 384-channel one,
+//! 15x on MobileNet-V3's first depthwise layer), more than converting the layouts costs.
+//! PyTorch does not use cuDNN there at all (its own depthwise kernel). So the default
+//! choice (`DefaultAlgo`, untimed or measured) runs such a problem as its NHWC twin:
+//! it converts dy to NHWC in the workspace (`cudnnTransformTensor`), runs the twin's
+//! default engine into an NHWC dx in the workspace, and converts that into the caller's
+//! dx, applying alpha and beta there. The filter needs no conversion: with one input
+//! channel per group, KCRS and KRSC are the same bytes.
+
+use crate::convolution::{AlgoKind, RawConvolutionDescriptor};
+use crate::data_type::DType;
+use crate::problem::RawProblem;
+use crate::tensor::{Format, RawDescriptor};
+
+/// The smallest dx (elements) worth converting: below, the two conversions' launches
+/// cost about what the faster engine saves.
+pub(crate) const MIN_ELEMENTS: usize = 1 << 16;
+/// Alignment of the buffers inside the workspace.
+pub(crate) const ALIGN: usize = 256;
+
+/// The NHWC descriptors of a problem's operands.
+pub(crate) struct Twin {
+    w: RawDescriptor,
+    dy: RawDescriptor,
+    dx: RawDescriptor,
+}
+
+impl Twin {
+    /// The twin of `p`, when the default choice runs `p` through one (see [`qualifies`])
+    /// and the support table has the twin's configuration.
+    pub(crate) fn of(p: &RawProblem<'_>) -> Option<Self> {
+        if !qualifies(p) {
+            return None;
+        }
+        let nhwc =
+            |d: &RawDescriptor| RawDescriptor::new(d.role(), d.dtype(), Format::Nhwc, d.shape());
+        let twin = Twin {
+            w: nhwc(p.w).ok()?,
+            dy: nhwc(p.dy).ok()?,
+            dx: nhwc(p.dx).ok()?,
+        };
+        twin.problem(p.conv).validate(AlgoKind::DefaultAlgo).ok()?;
+        Some(twin)
+    }
+
+    pub(crate) fn problem<'a>(&'a self, conv: &'a RawConvolutionDescriptor) -> RawProblem<'a> {
+        RawProblem {
+            w: &self.w,
+            dy: &self.dy,
+            dx: &self.dx,
+            conv,
+        }
+    }
+}
+
+/// Whether the default choice runs `p` through its NHWC twin: f32 data and compute,
+/// every operand NCHW, a 2-d depthwise convolution (groups > 1, one input channel per
+/// group), dx of at least [`MIN_ELEMENTS`] elements.
+pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
+    let f32s = [p.w.dtype(), p.dy.dtype(), p.dx.dtype(), p.conv.comp()]
+        .iter()
+        .all(|&d| d == DType::F32);
+    let nchw = [p.w.format(), p.dy.format(), p.dx.format()]
+        .iter()
+        .all(|&f| f == Format::Nchw);
+    let depthwise = p.conv.params().groups > 1 && p.w.shape().get(1) == Some(&1);
+    f32s && nchw && depthwise && p.conv.spatial_dims() == 2 && p.dx.len() >= MIN_ELEMENTS
+}
+
+/// Byte offsets in the workspace: dy's twin at 0, dx's twin, then the engine's own.
+pub(crate) struct Layout {
+    pub dx: usize,
+    pub engine: usize,
+}
+
+pub(crate) fn layout(p: &RawProblem<'_>) -> Layout {
+    let dy = p.dy.nbytes().next_multiple_of(ALIGN);
+    let dx = p.dx.nbytes().next_multiple_of(ALIGN);
+    Layout {
+        dx: dy,
+        engine: dy + dx,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convolution::{ConvParams, ConvolutionMode};
+    use crate::math_type::MathType;
+    use crate::tensor::Role;
+
+    fn problem_parts(
+        dtype: DType,
+        format: Format,
+        x: [usize; 4],
+        w: [usize; 4],
+        groups: usize,
+    ) -> (
+        RawDescriptor,
+        RawDescriptor,
+        RawDescriptor,
+        RawConvolutionDescriptor,
+    ) {
+        let params = ConvParams::new(
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+            groups as i64,
+            ConvolutionMode::CrossCorrelation,
+        )
+        .expect("valid parameters");
+        let conv =
+            RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).expect("conv");
+        let y = [x[0], w[0], x[2], x[3]];
+        (
+            RawDescriptor::new(Role::Filter, dtype, format, &w).expect("w"),
+            RawDescriptor::new(Role::Tensor, dtype, format, &y).expect("dy"),
+            RawDescriptor::new(Role::Tensor, dtype, format, &x).expect("dx"),
+            conv,
+        )
+    }
+
+    fn qualifies_for(
+        dtype: DType,
+        format: Format,
+        x: [usize; 4],
+        w: [usize; 4],
+        groups: usize,
+    ) -> bool {
+        let (wd, dy, dx, conv) = problem_parts(dtype, format, x, w, groups);
+        let p = RawProblem {
+            w: &wd,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        qualifies(&p)
+    }
+
+    #[test]
+    fn only_large_f32_nchw_depthwise_problems_take_the_twin() {
+        let (x, w) = ([8, 64, 32, 32], [64, 1, 3, 3]);
+        assert!(qualifies_for(DType::F32, Format::Nchw, x, w, 64));
+        // Channel multiplier 2 (K = 2 C): still one input channel per group.
+        assert!(qualifies_for(
+            DType::F32,
+            Format::Nchw,
+            x,
+            [128, 1, 3, 3],
+            64
+        ));
+        assert!(
+            !qualifies_for(DType::F32, Format::Nhwc, x, w, 64),
+            "already NHWC"
+        );
+        assert!(
+            !qualifies_for(DType::F16, Format::Nchw, x, w, 64),
+            "half: NCHW engines are fine"
+        );
+        assert!(
+            !qualifies_for(DType::F32, Format::Nchw, x, [64, 64, 3, 3], 1),
+            "dense"
+        );
+        assert!(
+            !qualifies_for(DType::F32, Format::Nchw, x, [64, 2, 3, 3], 32),
+            "two channels a group"
+        );
+        assert!(
+            !qualifies_for(DType::F32, Format::Nchw, [1, 64, 8, 8], w, 64),
+            "small"
+        );
+    }
+
+    #[test]
+    fn the_twin_is_nhwc_with_the_same_shapes_and_the_layout_is_aligned() {
+        let (wd, dy, dx, conv) =
+            problem_parts(DType::F32, Format::Nchw, [8, 64, 32, 33], [64, 1, 3, 3], 64);
+        let p = RawProblem {
+            w: &wd,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        let twin = Twin::of(&p).expect("a twin");
+        let tp = twin.problem(&conv);
+        for (a, b) in [(tp.w, p.w), (tp.dy, p.dy), (tp.dx, p.dx)] {
+            assert_eq!(a.format(), Format::Nhwc);
+            assert_eq!(a.shape(), b.shape());
+            assert_eq!(a.nbytes(), b.nbytes());
+        }
+        let lay = layout(&p);
+        assert_eq!(lay.dx % ALIGN, 0);
+        assert_eq!(lay.engine % ALIGN, 0);
+        assert!(lay.dx >= p.dy.nbytes() && lay.engine - lay.dx >= p.dx.nbytes());
+    }
+}
