@@ -24,6 +24,17 @@ wheel_check() { # the installed wheel (from a fresh --target), the Python, the d
   python3 -m cudnn_rs info && python3 -m cudnn_rs demo
 }
 export -f wheel_check
+# compute-sanitizer memcheck on the replay, engine, refusal and twin tests (pip cuDNN).
+memcheck_subset() {
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
+  if [ -z "$cs" ]; then
+    echo "=== memcheck: no compute-sanitizer on this machine"
+    return
+  fi
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run memcheck "$1" "$cs" --tool memcheck --error-exitcode 9 \
+    .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds
+}
 run() {
   local name=$1 limit=$2; shift 2
   echo "=== $name"
@@ -39,6 +50,9 @@ tests)
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
   TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  memcheck_subset 150
+  lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9
+  [ -f "$lib" ] && CUDNN_RS_CUDNN_PATH=$lib TAIL=4 run rust_gpu_system 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
   ;;
 bench)
   TAIL=14 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.5
@@ -51,14 +65,7 @@ verify)
     [ -f "$lib" ] || continue
     CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
   done
-  # compute-sanitizer memcheck on the replay, engine, refusal and twin tests (pip cuDNN).
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
-  if [ -n "$cs" ]; then
-    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run memcheck 240 "$cs" --tool memcheck --error-exitcode 9 \
-      .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds
-  else
-    echo "=== memcheck: no compute-sanitizer on this machine"
-  fi
+  memcheck_subset 240
   TAIL=5 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
