@@ -1074,9 +1074,11 @@ class Handle:
     # Generated from the support table in src/convolution/support.rs by
     # `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit by hand.
     # Per group of lines that differ only in formats: one overload generic in the
-    # formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits;
-    # per line: one overload for the algorithms only it admits; then general
-    # overloads for operands typed only as DType / Format.
+    # formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits
+    # (groups of one rank share it through a data-type variable, _DT_...); per line:
+    # one overload for the algorithms only it admits; then general overloads for
+    # operands typed only as DType / Format; last, the misuse overload (accepts
+    # nothing; keeps mypy's report of a call with non-operands short).
     @overload
     def get_convolution_backward_data_algorithm(
         self,

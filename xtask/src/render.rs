@@ -554,7 +554,11 @@ fn misuse_operands(operands: &[&str]) -> Vec<(String, String)> {
 /// algorithm parameter is the union of their classes). Then general overloads that apply
 /// only when an operand's data type or format is typed as the base class (`DType` /
 /// `Format`), i.e. known only at run time. A combination of statically known types that
-/// the table lacks therefore matches no overload and is a type error.
+/// the table lacks therefore matches no overload and is a type error. The format groups
+/// of one rank share their overload where a constrained data-type variable can say
+/// which data types (with which compute types) they cover. Last, a misuse overload that
+/// accepts nothing ([`misuse_operands`]), so that mypy's report of a call passing
+/// something that is not an operand at all stays a line per operand.
 ///
 /// The text starts inside the stub's `class Handle` body (indented methods) and ends
 /// at module level (the one-call `convolution_backward_data`). It is formatted as
@@ -566,9 +570,11 @@ pub fn render_pyi_overloads() -> String {
         "# Generated from the support table in src/convolution/support.rs by",
         "# `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit by hand.",
         "# Per group of lines that differ only in formats: one overload generic in the",
-        "# formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits;",
-        "# per line: one overload for the algorithms only it admits; then general",
-        "# overloads for operands typed only as DType / Format.",
+        "# formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits",
+        "# (groups of one rank share it through a data-type variable, _DT_...); per line:",
+        "# one overload for the algorithms only it admits; then general overloads for",
+        "# operands typed only as DType / Format; last, the misuse overload (accepts",
+        "# nothing; keeps mypy's report of a call with non-operands short).",
     ] {
         let _ = writeln!(out, "    {line}");
     }
