@@ -2,7 +2,9 @@
 //! says they are.
 //!
 //! - `python/cudnn_rs/_native.pyi`: the block between `# BEGIN GENERATED OVERLOADS` and
-//!   `# END GENERATED OVERLOADS` equals `render_pyi_overloads()`.
+//!   `# END GENERATED OVERLOADS` equals `render_pyi_overloads()`, and the one between
+//!   `# BEGIN GENERATED DECLARATIONS` and `# END GENERATED DECLARATIONS` (the type
+//!   variables and protocol those overloads use) equals `render_pyi_declarations()`.
 //! - `README.md`: the table between `<!-- BEGIN SUPPORT TABLE -->` and
 //!   `<!-- END SUPPORT TABLE -->` (when the markers are there) equals
 //!   `render_markdown_table()`.
@@ -43,6 +45,7 @@ fn check(block: &Block) {
 
 #[test]
 fn stub_overloads_match_the_support_table() {
+    check(&Block::stub_declarations());
     check(&Block::stub());
 }
 
@@ -68,20 +71,29 @@ fn rendered_overloads_cover_every_row() {
         .iter()
         .filter(|l| l.algos.contains(&AlgoKind::BestHeuristic))
         .count();
-    // Lines that admit more than the algorithms of their whole format group.
-    let groups = SUPPORT_LINES.len() / 8;
     assert_eq!(SUPPORT_LINES.len(), 80);
-    // The queries without an algorithm: one per line (legacy) or per format group
-    // (engines), then the four general overloads.
-    assert_eq!(count("get_convolution_backward_data_algorithm"), legacy + 4);
+    // The format groups (every line's engines) of one rank share overloads through
+    // constrained data-type variables: f32, f16, bf16 computing in f32, and f64, f16
+    // computing in their own type.
+    let merged_groups = 2 * 2;
+    // The queries without an algorithm: one per line (legacy) or per merged group
+    // (engines), then the four general overloads and the misuse overload.
+    assert_eq!(count("get_convolution_backward_data_algorithm"), legacy + 5);
     assert_eq!(
         count("find_convolution_backward_data_algorithm"),
-        legacy + 4
+        legacy + 5
     );
-    assert_eq!(count("get_convolution_backward_data_engine"), groups + 4);
-    assert_eq!(count("find_convolution_backward_data_engine"), groups + 4);
-    // With an algorithm: a group overload plus one per line with a legacy algorithm.
-    let per_call = groups + legacy + 4;
+    assert_eq!(
+        count("get_convolution_backward_data_engine"),
+        merged_groups + 5
+    );
+    assert_eq!(
+        count("find_convolution_backward_data_engine"),
+        merged_groups + 5
+    );
+    // With an algorithm: a merged group overload plus one per line with a legacy
+    // algorithm.
+    let per_call = merged_groups + legacy + 5;
     assert_eq!(
         count("get_convolution_backward_data_workspace_size"),
         per_call
@@ -90,8 +102,10 @@ fn rendered_overloads_cover_every_row() {
     // dx in dy's format, or in the format asked for; no general overload for dx).
     assert_eq!(
         count("convolution_backward_data"),
-        per_call + (2 * groups + legacy + 3)
+        per_call + (2 * merged_groups + legacy + 4)
     );
+    // A call misusing every operand names them, and nothing else of the overloads.
+    assert_eq!(text.matches("w: _FilterExpected,").count(), 7);
     // Every row's algorithm appears in some union of its line or group.
     for line in SUPPORT_LINES {
         for algo in line.algos {

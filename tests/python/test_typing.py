@@ -335,6 +335,88 @@ def test_misuse_names_the_wrong_operand(
     assert 'parameter "w"' in pyright and 'parameter "dx"' not in pyright, pyright
 
 
+# Misuses whose mypy report must stay short (the error and its notes, per call): mypy
+# lists every overload of a call that no overload nearly fits, hence the misuse
+# overloads of the stubs.
+MISUSE = f"""\
+from __future__ import annotations
+
+import numpy as np
+
+import cudnn_rs as cd
+
+
+def numpy_operands(h: cd.Handle) -> None:
+    w = np.zeros((8, 4, 3, 3), dtype=np.float32)
+    dy = np.zeros((2, 8, 16, 16), dtype=np.float32)
+    dx = np.zeros((2, 4, 16, 16), dtype=np.float32)
+    c = cd.ConvolutionDescriptor((1, 1))
+    a = cd.DataAlgo0()
+    cd.convolution_backward_data(h, w, dy, c, (2, 4, 16, 16))  {MARK}
+    h.convolution_backward_data(1.0, w, dy, c, a, None, 0.0, dx)  {MARK}
+    h.get_convolution_backward_data_workspace_size(w, dy, dx, c, a)  {MARK}
+    cd.Tensor.from_numpy(dy, h)  {MARK}
+    cd.Filter.from_numpy(w, h)  {MARK}
+
+
+def wrong_dtype_filter(h: cd.Handle) -> None:
+    w = cd.Filter.zeros(h, (8, 4, 3, 3), dtype=cd.f64)
+    dy = cd.Tensor.zeros(h, (2, 8, 16, 16))
+    dx = cd.Tensor.zeros(h, (2, 4, 16, 16))
+    c = cd.ConvolutionDescriptor((1, 1))
+    a = cd.DataAlgo0()
+    h.convolution_backward_data(1.0, w, dy, c, a, None, 0.0, dx)  {MARK}
+    h.get_convolution_backward_data_workspace_size(w, dy, dx, c, a)  {MARK}
+    cd.convolution_backward_data(h, w, dy, c, (2, 4, 16, 16))  {MARK}
+
+
+def wrong_algorithm(h: cd.Handle) -> None:
+    w = cd.Filter.zeros(h, (8, 4, 3, 3), dtype=cd.f16)
+    dy = cd.Tensor.zeros(h, (2, 8, 16, 16), dtype=cd.f16)
+    dx = cd.Tensor.zeros(h, (2, 4, 16, 16), dtype=cd.f16)
+    c = cd.ConvolutionDescriptor((1, 1))
+    a = cd.Winograd()
+    h.convolution_backward_data(1.0, w, dy, c, a, None, 0.0, dx)  {MARK}
+    h.get_convolution_backward_data_workspace_size(w, dy, dx, c, a)  {MARK}
+    cd.convolution_backward_data(h, w, dy, c, (2, 4, 16, 16), a)  {MARK}
+"""
+MAX_MISUSE_LINES = 20
+
+
+def test_misuse_errors_are_short(tmp_path: Path) -> None:
+    """Each misuse in MISUSE is an error in mypy, reported in at most
+    MAX_MISUSE_LINES lines (the error and its notes), and nothing else is."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip(f"mypy is not installed for {sys.executable}")
+    snippet = tmp_path / "misuse.py"
+    snippet.write_text(MISUSE)
+    args = ["--strict", "--no-error-summary", "--no-pretty"]
+    args += ["--cache-dir", str(tmp_path / "mypy_cache")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", *args, snippet.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        pytest.fail(f"mypy crashed (exit {proc.returncode}):\n{proc.stderr}")
+    reported: dict[int, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(rf"{re.escape(snippet.name)}:(\d+): (?:error|note): ", line)
+        assert m, f"unexpected mypy output: {line}"
+        reported.setdefault(int(m[1]), []).append(line)
+    want = expected_lines(snippet)
+    assert set(reported) == want, proc.stdout
+    for n in sorted(want):
+        lines = reported[n]
+        assert any(": error: " in line for line in lines), lines
+        assert len(lines) <= MAX_MISUSE_LINES, (
+            f"mypy reports line {n} of the misuse snippet in {len(lines)} lines "
+            f"(at most {MAX_MISUSE_LINES}):\n" + "\n".join(lines)
+        )
+
+
 def test_readme_example_is_the_pass_snippet() -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README.md has no python example"

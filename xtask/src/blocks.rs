@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::render::{render_markdown_table, render_pyi_overloads};
+use crate::render::{render_markdown_table, render_pyi_declarations, render_pyi_overloads};
 
 /// A block of `file` between the lines `begin` and `end` (compared after trimming).
 pub struct Block {
@@ -35,6 +35,19 @@ impl Block {
             begin: "# BEGIN GENERATED OVERLOADS",
             end: "# END GENERATED OVERLOADS",
             rendered: render_pyi_overloads(),
+            required: true,
+            normalize: ToString::to_string,
+        }
+    }
+
+    /// The module-level declarations the stub's overloads use (type variables, the
+    /// misuse overloads' protocol).
+    pub fn stub_declarations() -> Self {
+        Self {
+            file: "python/cudnn_rs/_native.pyi",
+            begin: "# BEGIN GENERATED DECLARATIONS",
+            end: "# END GENERATED DECLARATIONS",
+            rendered: render_pyi_declarations(),
             required: true,
             normalize: ToString::to_string,
         }

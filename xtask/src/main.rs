@@ -1,7 +1,8 @@
 //! Repository tasks that are not part of the shipped library.
 //!
 //! ```text
-//! cargo run -p xtask -- stubs [--check]   the overloads in python/cudnn_rs/_native.pyi
+//! cargo run -p xtask -- stubs [--check]   the overloads (and the declarations they use)
+//!                                         in python/cudnn_rs/_native.pyi
 //! cargo run -p xtask -- readme [--check]  the support table in README.md
 //! ```
 //! Without `--check` the block is rewritten; with it, a stale block is an error (exit 1).
@@ -28,24 +29,26 @@ fn main() -> ExitCode {
     }
     let mut stale = false;
     for task in tasks {
-        let block = match task {
-            "stubs" => blocks::Block::stub(),
-            "readme" => blocks::Block::readme(),
+        let blocks = match task {
+            "stubs" => vec![blocks::Block::stub_declarations(), blocks::Block::stub()],
+            "readme" => vec![blocks::Block::readme()],
             other => {
                 eprintln!("unknown task `{other}` (stubs, readme)");
                 return ExitCode::from(2);
             }
         };
-        match block.sync(&root, !check) {
-            Ok(blocks::Outcome::UpToDate) => println!("{}: up to date", block.file),
-            Ok(blocks::Outcome::Rewritten) => println!("{}: rewritten", block.file),
-            Ok(blocks::Outcome::Stale(diff)) => {
-                eprintln!("{}: stale\n{diff}", block.file);
-                stale = true;
-            }
-            Err(e) => {
-                eprintln!("{}: {e}", block.file);
-                return ExitCode::FAILURE;
+        for block in blocks {
+            match block.sync(&root, !check) {
+                Ok(blocks::Outcome::UpToDate) => println!("{}: up to date", block.file),
+                Ok(blocks::Outcome::Rewritten) => println!("{}: rewritten", block.file),
+                Ok(blocks::Outcome::Stale(diff)) => {
+                    eprintln!("{}: stale\n{diff}", block.file);
+                    stale = true;
+                }
+                Err(e) => {
+                    eprintln!("{}: {e}", block.file);
+                    return ExitCode::FAILURE;
+                }
             }
         }
     }

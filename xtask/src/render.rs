@@ -66,13 +66,101 @@ impl TypeKey {
     }
 }
 
-/// One overload's worth of configurations: a single line of the table, or a whole group
-/// (every combination of `LAYOUTS` for the filter, dy and dx), typed with the stub's
-/// constrained format variables.
+/// A data type of a group overload: one type, or a constrained type variable that is
+/// exactly one of several (declared by [`render_pyi_declarations`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ty {
+    Fixed(DType),
+    Var(Vec<DType>),
+}
+
+impl Ty {
+    fn pyi(&self) -> String {
+        match self {
+            Ty::Fixed(d) => pyi_dtype(*d),
+            Ty::Var(ds) => dtype_var(ds),
+        }
+    }
+}
+
+/// The name of the type variable constrained to `ds`: `_DT_F16_BF16`.
+fn dtype_var(ds: &[DType]) -> String {
+    let names: Vec<String> = ds.iter().map(|&d| pyi_dtype(d)).collect();
+    format!("_DT_{}", names.join("_"))
+}
+
+/// Format groups of the same ranks and algorithms, merged over their data types: the
+/// three operands share `storage`; the compute type is `comp`, or the storage type
+/// itself when `None` (so `_DT_F64_F16` with `comp: None` is f64/f64 or f16/f16).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct GroupKey {
+    storage: Ty,
+    comp: Option<DType>,
+    tensor_dims: usize,
+    conv_dims: usize,
+}
+
+impl GroupKey {
+    /// Covers the groups `keys` (same ranks; filter, dy and dx of one data type, as
+    /// [`common_algos`] requires) with as few keys
+    /// as a constrained variable allows: largest class first, where a class is the
+    /// groups of one compute type, or those computing in their own type.
+    fn merge(keys: &[TypeKey]) -> Vec<GroupKey> {
+        let mut left: Vec<TypeKey> = keys.to_vec();
+        let mut out = Vec::new();
+        while let Some(first) = left.first().copied() {
+            let mut classes: Vec<(Option<DType>, Vec<TypeKey>)> = Vec::new();
+            for k in &left {
+                if !classes.iter().any(|(c, _)| *c == Some(k.comp)) {
+                    let members = left.iter().filter(|m| m.comp == k.comp).copied().collect();
+                    classes.push((Some(k.comp), members));
+                }
+            }
+            let same: Vec<TypeKey> = left
+                .iter()
+                .filter(|m| m.comp == m.filter)
+                .copied()
+                .collect();
+            classes.push((None, same));
+            let (comp, members) = classes
+                .into_iter()
+                .fold(
+                    None,
+                    |best: Option<(Option<DType>, Vec<TypeKey>)>, c| match best {
+                        Some(b) if b.1.len() >= c.1.len() => Some(b),
+                        _ => Some(c),
+                    },
+                )
+                .unwrap_or((Some(first.comp), vec![first]));
+            left.retain(|k| !members.contains(k));
+            let dtypes: Vec<DType> = members.iter().map(|k| k.filter).collect();
+            let storage = if dtypes.len() == 1 {
+                Ty::Fixed(dtypes[0])
+            } else {
+                Ty::Var(dtypes)
+            };
+            let comp = match (comp, &storage) {
+                (None, Ty::Fixed(d)) => Some(*d),
+                (c, _) => c,
+            };
+            out.push(GroupKey {
+                storage,
+                comp,
+                tensor_dims: first.tensor_dims,
+                conv_dims: first.conv_dims,
+            });
+        }
+        out
+    }
+}
+
+/// One overload's worth of configurations: a single line of the table, or whole groups
+/// (every combination of `LAYOUTS` for the filter, dy and dx, typed with the stub's
+/// constrained format variables; several data types through a constrained variable).
 #[derive(Debug, Clone)]
 enum Configs {
     Line(SupportConfig),
-    Group(TypeKey),
+    Group(GroupKey),
 }
 
 /// The overloads of a backward-data call, in order: per configuration set, the
@@ -84,8 +172,10 @@ struct Plan {
 
 impl Plan {
     /// Groups whose lines cover every format combination get one format-generic overload
-    /// for the algorithms all their lines admit; each line keeps an overload for the
-    /// algorithms only it admits. Lines of an incomplete group keep all their algorithms.
+    /// for the algorithms all their lines admit, shared with the other groups of the same
+    /// ranks and algorithms where a constrained data-type variable can express them; each
+    /// line keeps an overload for the algorithms only it admits. Lines of an incomplete
+    /// group keep all their algorithms.
     fn of_table() -> Self {
         let mut entries = Vec::new();
         let mut done: Vec<TypeKey> = Vec::new();
@@ -93,8 +183,22 @@ impl Plan {
             let key = TypeKey::of(&line.config);
             let common = common_algos(key);
             if !common.is_empty() && !done.contains(&key) {
-                done.push(key);
-                entries.push((Configs::Group(key), common.clone()));
+                let mut peers: Vec<TypeKey> = Vec::new();
+                for l in SUPPORT_LINES {
+                    let k = TypeKey::of(&l.config);
+                    if k.tensor_dims == key.tensor_dims
+                        && k.conv_dims == key.conv_dims
+                        && !done.contains(&k)
+                        && !peers.contains(&k)
+                        && common_algos(k) == common
+                    {
+                        peers.push(k);
+                    }
+                }
+                done.extend(peers.iter().copied());
+                for g in GroupKey::merge(&peers) {
+                    entries.push((Configs::Group(g), common.clone()));
+                }
             }
             let own: Vec<AlgoKind> = line
                 .algos
@@ -107,6 +211,23 @@ impl Plan {
             }
         }
         Self { entries }
+    }
+
+    /// The constrained data-type variables the overloads use, in order of first use.
+    fn dtype_vars(&self) -> Vec<Vec<DType>> {
+        let mut vars: Vec<Vec<DType>> = Vec::new();
+        for (configs, _) in &self.entries {
+            if let Configs::Group(GroupKey {
+                storage: Ty::Var(ds),
+                ..
+            }) = configs
+            {
+                if !vars.contains(ds) {
+                    vars.push(ds.clone());
+                }
+            }
+        }
+        vars
     }
 
     /// The configuration sets that admit `algo` (for the calls that take no algorithm).
@@ -125,8 +246,12 @@ fn sorted(mut algos: Vec<AlgoKind>) -> Vec<AlgoKind> {
 }
 
 /// The algorithms every format combination of `key` admits; empty when a combination
-/// is missing from the table.
+/// is missing from the table, or when the operands' data types differ (a group overload
+/// gives the three operands one data type).
 fn common_algos(key: TypeKey) -> Vec<AlgoKind> {
+    if key.filter != key.dy || key.dy != key.dx {
+        return Vec::new();
+    }
     let lines: Vec<&SupportLine> = SUPPORT_LINES
         .iter()
         .filter(|l| TypeKey::of(&l.config) == key)
@@ -179,12 +304,14 @@ impl PyiOperands {
             }
             Configs::Group(k) => {
                 let rank = format!("Rank{}", k.tensor_dims);
+                let storage = k.storage.pyi();
+                let comp = k.comp.map_or_else(|| storage.clone(), pyi_dtype);
                 Self {
-                    w: format!("Filter[{}, _LayoutW, {rank}]", pyi_dtype(k.filter)),
-                    dy: format!("Tensor[{}, _LayoutY, {rank}]", pyi_dtype(k.dy)),
-                    dx: format!("Tensor[{}, _LayoutX, {rank}]", pyi_dtype(k.dx)),
-                    conv: pyi_conv(k.comp, k.conv_dims),
-                    dx_dtype: pyi_dtype(k.dx),
+                    w: format!("Filter[{storage}, _LayoutW, {rank}]"),
+                    dy: format!("Tensor[{storage}, _LayoutY, {rank}]"),
+                    dx: format!("Tensor[{storage}, _LayoutX, {rank}]"),
+                    conv: format!("ConvolutionDescriptor[{comp}, Spatial{}]", k.conv_dims),
+                    dx_dtype: storage,
                     rank,
                 }
             }
@@ -281,6 +408,31 @@ fn general_operands() -> Vec<(&'static str, PyiOperands)> {
     ]
 }
 
+/// The operands of the misuse overload ([`misuse_operands`]) of a call that takes `dx`
+/// (or, without `with_dx`, makes it).
+fn misuse_pyi_operands(with_dx: bool) -> Vec<PyiOperands> {
+    let names: &[&str] = if with_dx {
+        &["w", "dy", "dx"]
+    } else {
+        &["w", "dy"]
+    };
+    let types = misuse_operands(names);
+    let ty = |name: &str| {
+        types
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(|| "object".to_string(), |(_, t)| t.clone())
+    };
+    vec![PyiOperands {
+        w: ty("w"),
+        dy: ty("dy"),
+        dx: ty("dx"),
+        conv: "ConvolutionDescriptor[Any, Any]".into(),
+        dx_dtype: "DType".into(),
+        rank: "Any".into(),
+    }]
+}
+
 /// One overload's parameters (after `self`) and return type.
 struct PyiSig {
     params: Vec<String>,
@@ -313,7 +465,82 @@ fn query_sigs(plan: &Plan, algo: AlgoKind, tail: &[&str], ret: &str) -> Vec<PyiS
         .iter()
         .map(PyiOperands::of)
         .chain(general_operands().into_iter().map(|(_, o)| o))
+        .chain(misuse_pyi_operands(true))
         .map(|o| PyiSig::new(pyi_operands_w_dy_dx_conv(&o), tail, ret))
+        .collect()
+}
+
+/// The module-level declarations the generated overloads use, for the Python stub
+/// (`python/cudnn_rs/_native.pyi`, between `# BEGIN GENERATED DECLARATIONS` and
+/// `# END GENERATED DECLARATIONS`): the constrained data-type variables of the merged
+/// group overloads, and what the misuse overloads are typed with.
+pub fn render_pyi_declarations() -> String {
+    let plan = Plan::of_table();
+    let mut out = String::new();
+    for line in [
+        "# Generated by `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit",
+        "# by hand. The data types of the overloads that cover the format groups of",
+        "# several lines of the table at once: each variable is exactly one of its types.",
+    ] {
+        let _ = writeln!(out, "{line}");
+    }
+    for ds in plan.dtype_vars() {
+        let name = dtype_var(&ds);
+        let types: Vec<String> = ds.iter().map(|&d| pyi_dtype(d)).collect();
+        let _ = writeln!(out, "{name} = TypeVar(\"{name}\", {})", types.join(", "));
+    }
+    for line in [
+        "",
+        "# The misuse overload (the last of each backward-data call) accepts nothing: every",
+        "# object's ``__repr__`` returns a ``str``, never ``Never``. It exists for the error",
+        "# message: mypy lists every overload of a call that no overload nearly fits (an array",
+        "# passed as an operand), but reports only the wrong arguments of the first overload",
+        "# that nearly fits, and this one nearly fits any object: a line per wrong operand.",
+        "_Str_co = TypeVar(\"_Str_co\", bound=str, covariant=True)",
+        "",
+        "class _NotAnOperand(Protocol[_Str_co]):",
+        "    def __repr__(self) -> _Str_co: ...",
+        "",
+    ] {
+        let _ = writeln!(out, "{line}");
+    }
+    for (name, _) in MISUSED {
+        let _ = writeln!(
+            out,
+            "{name} = TypeVar(\"{name}\", bound=_NotAnOperand[Never])"
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The type variables of the misuse overload, by the operand they stand for: mypy's
+/// error reads `Value of type variable "_FilterExpected" of ... cannot be "ndarray[...]"`.
+const MISUSED: [(&str, &str); 3] = [
+    ("_FilterExpected", "w"),
+    ("_TensorExpectedForDy", "dy"),
+    ("_TensorExpectedForDx", "dx"),
+];
+
+/// The misuse overload of a call whose operands are `operands` (`w`, `dy`, `dx`): every
+/// operand a misuse variable, so that it accepts no call. One, not one per operand:
+/// pyright reports the overload whose failing arguments are fewest and latest, so an
+/// overload accepting real filters and failing only on a later operand would be blamed
+/// instead of the overload a wrong-dtype filter nearly fits (see
+/// `test_misuse_names_the_wrong_operand`); this one fails on every operand of a
+/// correctly typed call and is never pyright's choice then. mypy names each operand of
+/// a call that is not a Filter / Tensor at all (and, in a call that mixes arrays and
+/// operands, the operands as well: still a few lines).
+fn misuse_operands(operands: &[&str]) -> Vec<(String, String)> {
+    operands
+        .iter()
+        .map(|&name| {
+            let var = MISUSED
+                .iter()
+                .find(|(_, o)| *o == name)
+                .map_or("object", |(v, _)| v);
+            (name.to_string(), var.to_string())
+        })
         .collect()
 }
 
@@ -327,7 +554,11 @@ fn query_sigs(plan: &Plan, algo: AlgoKind, tail: &[&str], ret: &str) -> Vec<PyiS
 /// algorithm parameter is the union of their classes). Then general overloads that apply
 /// only when an operand's data type or format is typed as the base class (`DType` /
 /// `Format`), i.e. known only at run time. A combination of statically known types that
-/// the table lacks therefore matches no overload and is a type error.
+/// the table lacks therefore matches no overload and is a type error. The format groups
+/// of one rank share their overload where a constrained data-type variable can say
+/// which data types (with which compute types) they cover. Last, a misuse overload that
+/// accepts nothing ([`misuse_operands`]), so that mypy's report of a call passing
+/// something that is not an operand at all stays a line per operand.
 ///
 /// The text starts inside the stub's `class Handle` body (indented methods) and ends
 /// at module level (the one-call `convolution_backward_data`). It is formatted as
@@ -339,9 +570,11 @@ pub fn render_pyi_overloads() -> String {
         "# Generated from the support table in src/convolution/support.rs by",
         "# `cargo run -p xtask -- stubs` (xtask/src/render.rs); do not edit by hand.",
         "# Per group of lines that differ only in formats: one overload generic in the",
-        "# formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits;",
-        "# per line: one overload for the algorithms only it admits; then general",
-        "# overloads for operands typed only as DType / Format.",
+        "# formats (_LayoutW/_LayoutY/_LayoutX) for the algorithms the whole group admits",
+        "# (groups of one rank share it through a data-type variable, _DT_...); per line:",
+        "# one overload for the algorithms only it admits; then general overloads for",
+        "# operands typed only as DType / Format; last, the misuse overload (accepts",
+        "# nothing; keeps mypy's report of a call with non-operands short).",
     ] {
         let _ = writeln!(out, "    {line}");
     }
@@ -418,7 +651,9 @@ pub fn render_pyi_overloads() -> String {
             .chain(
                 general_operands()
                     .into_iter()
-                    .map(|(_, o)| (o, "Algorithm".to_string())),
+                    .map(|(_, o)| o)
+                    .chain(misuse_pyi_operands(true))
+                    .map(|o| (o, "Algorithm".to_string())),
             )
     };
     let sigs: Vec<PyiSig> = with_algos()
@@ -516,11 +751,13 @@ pub fn render_pyi_overloads() -> String {
             });
         }
     }
-    for (unknown, o) in general_operands() {
+    let general = general_operands()
+        .into_iter()
         // dx is made here, so only w, dy and conv can be the unknown operand.
-        if unknown == "dx" {
-            continue;
-        }
+        .filter(|(unknown, _)| *unknown != "dx")
+        .map(|(_, o)| o)
+        .chain(misuse_pyi_operands(false));
+    for o in general {
         sigs.push(PyiSig {
             params: vec![
                 "handle: Handle".into(),
