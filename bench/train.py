@@ -15,9 +15,9 @@ batch, interleaved step by step:
   fn+ours         the same Function with cudnn_rs's default choice through
                   cudnn_rs.conv_input_grad, as cudnn_rs.torch runs it (--device cpu, or
                   builds without it: the explicit API with DefaultAlgo / BestEngine)
-  fn+ours meas.   the same with the measured tier (conv_input_grad while
-                  torch.backends.cudnn.benchmark is on, switched on around our call
-                  only; explicit API: a Handle(benchmark=True))
+  fn+ours meas.   the same with the measured tier (conv_input_grad with handle= a
+                  Handle(benchmark=True) on PyTorch's current stream; explicit API: a
+                  Handle(benchmark=True))
 Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
 b]). Step time: median over --steps steps after --warmup steps per mode, each step
 synchronised. Gradient check: one step with the input gradient on, the cudnn_rs Function
@@ -313,30 +313,33 @@ class OursDgrad:
 
 class ArrayDgrad:
     """cudnn_rs.conv_input_grad, as cudnn_rs.torch calls it: PyTorch's tensors, stream
-    and allocator; the default choice, or (measured) the measured tier, which
-    conv_input_grad runs while torch.backends.cudnn.benchmark is on (switched on here
-    around our call only, so that PyTorch's own convolutions stay as they are)."""
+    and allocator; the default choice, or (measured) the measured tier: a
+    Handle(benchmark=True) on PyTorch's current stream, passed as handle=."""
 
     def __init__(self, measured: bool) -> None:
         self.measured = measured
         self.name = "fn+ours measured" if measured else "fn+ours"
         self.how = (
-            "conv_input_grad, torch.backends.cudnn.benchmark on around it"
+            "conv_input_grad(handle=Handle(stream=current, benchmark=True))"
             if measured
             else "conv_input_grad (default choice)"
         )
+        self.handles: dict[tuple[int, int], cd.Handle] = {}
+
+    def _handle(self, device: torch.device) -> cd.Handle:
+        stream = torch.cuda.current_stream(device)
+        key = (device.index or 0, stream.cuda_stream)
+        h = self.handles.get(key)
+        if h is None:
+            h = cd.Handle(device=key[0], stream=stream, benchmark=True)
+            self.handles[key] = h
+        return h
 
     def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
         args = (spec.stride, spec.padding, spec.dilation, spec.groups)
         if not self.measured:
             return cd.conv_input_grad(x.shape, w, gy, *args)
-        flags = torch.backends.cudnn
-        before = flags.benchmark
-        flags.benchmark = True
-        try:
-            return cd.conv_input_grad(x.shape, w, gy, *args)
-        finally:
-            flags.benchmark = before
+        return cd.conv_input_grad(x.shape, w, gy, *args, handle=self._handle(x.device))
 
 
 class ConvFn(torch.autograd.Function):

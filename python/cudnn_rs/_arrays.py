@@ -40,8 +40,7 @@ _A = TypeVar("_A")
 
 _FLOATS = (f32, f64, f16, bf16)
 _FLOAT_NAMES = "float32, float64, float16 or bfloat16"
-# Handles by (device ordinal, raw stream or None for the handle's own stream, measured
-# or not): a handle per stream keeps concurrent callers on different streams apart, and
+# Handles by (device ordinal, raw stream or None for the handle's own stream): a handle per stream keeps concurrent callers on different streams apart, and
 # its workspace and plan caches warm. Bounded: the oldest entry goes first.
 _MAX_HANDLES = 32
 _handles: dict[tuple[int, int | None, bool], Handle] = {}
@@ -130,16 +129,14 @@ def _cpu() -> Handle:
     return _cpu_handle[0]
 
 
-def _cuda_handle(
-    ordinal: int, stream: Any | None, raw: int | None, benchmark: bool = False
-) -> Handle:
-    key = (ordinal, raw, benchmark)
+def _cuda_handle(ordinal: int, stream: Any | None, raw: int | None) -> Handle:
+    key = (ordinal, raw)
     h = _handles.get(key)
     if h is None:
         with _lock:
             h = _handles.get(key)
             if h is None:
-                h = Handle(device=ordinal, stream=stream, benchmark=benchmark)
+                h = Handle(device=ordinal, stream=stream)
                 if len(_handles) >= _MAX_HANDLES:
                     _handles.pop(next(iter(_handles)))
                 _handles[key] = h
@@ -384,14 +381,15 @@ def conv_input_grad(
     stream), so the result is ordered with the caller's work without any host wait.
     JAX and cudnn_rs operands use the handle's own stream, ordered by DLPack events.
     ``handle``: run on this handle instead (on the operands' device, with its own
-    stream; the operands' producers order their work before it through DLPack).
+    stream; the operands' producers order their work before it through DLPack); a
+    ``Handle(benchmark=True)`` gives the measured tier.
 
     ``math=None``: for PyTorch float32 input, ``torch.backends.cudnn.allow_tf32``
     decides (True: ``MathType.Default``, which allows TF32; False: ``MathType.Fma``);
     otherwise ``MathType.Default``. ``algo=None``: the library's default choice, as
-    the one-call ``convolution_backward_data``; for PyTorch CUDA input it is measured
-    (as ``Handle(benchmark=True)``: timed once per problem, then kept) while
-    ``torch.backends.cudnn.benchmark`` is on, as PyTorch's own convolutions are.
+    the one-call ``convolution_backward_data`` (the same in every process; for the
+    measured tier, pass ``handle=Handle(stream=torch.cuda.current_stream(),
+    benchmark=True)``).
 
     ``out``: an array of ``grad_output``'s library (not JAX), of shape
     ``input_shape``, grad_output's dtype and device, dense, not overlapping the
@@ -399,15 +397,16 @@ def conv_input_grad(
     """
     if (
         out is None
-        and handle is None
         and algo is None
         and math is None
         and mode == _CROSS_CORRELATION
+        and (handle is None or type(handle) is Handle)
     ):
-        # PyTorch CUDA tensors with the defaults: one native call (None: anything else,
-        # which the general path below handles and reports).
+        # PyTorch CUDA tensors (on a handle of PyTorch's current stream, if one is
+        # given): one native call (None: anything else, which the general path below
+        # handles and reports).
         fast = _torch_input_grad(
-            input_shape, weight, grad_output, stride, padding, dilation, groups
+            input_shape, weight, grad_output, stride, padding, dilation, groups, handle
         )
         if fast is not None:
             return fast  # type: ignore[no-any-return]
@@ -449,8 +448,7 @@ def conv_input_grad(
         h = _cuda_handle(0, None, None)
     else:
         stream, raw = _producer_stream(grad_output, lib, dev[1])
-        bench = lib == "torch" and bool(sys.modules["torch"].backends.cudnn.benchmark)
-        h = _cuda_handle(dev[1], stream, raw, bench)
+        h = _cuda_handle(dev[1], stream, raw)
         own_stream = raw is not None
 
     dy = _import(grad_output, Tensor, lib, h, own_stream)

@@ -3368,10 +3368,12 @@ def _torch_input_grad(
     padding: Any,
     dilation: Any,
     groups: Any,
+    handle: Handle | None = None,
 ) -> Any | None:
     """``conv_input_grad``'s PyTorch path in one call: the input gradient of PyTorch
     CUDA tensors as a new PyTorch tensor, on PyTorch's current stream with the default
-    choice; None for any other operands (the general path then runs)."""
+    choice (or on ``handle``, when it issues to that stream); None for any other
+    operands (the general path then runs)."""
 
 BOUND_CUDNN_VERSION: Final[tuple[int, int, int]]
 """The cuDNN version (major, minor, patch) the crate's bindings are written against."""

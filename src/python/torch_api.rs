@@ -21,8 +21,6 @@ pub(crate) struct TorchApi {
     current_stream: Py<PyAny>,
     /// `torch._C._get_cudnn_allow_tf32()`.
     allow_tf32: Option<Py<PyAny>>,
-    /// `torch._C._get_cudnn_benchmark()`.
-    benchmark: Option<Py<PyAny>>,
 }
 
 static TORCH: PyOnceLock<TorchApi> = PyOnceLock::new();
@@ -61,7 +59,6 @@ pub(crate) fn torch_api(py: Python<'_>) -> Option<&TorchApi> {
             .map(Bound::unbind),
         current_stream: cuda.getattr("current_stream").ok()?.unbind(),
         allow_tf32: c.getattr("_get_cudnn_allow_tf32").ok().map(Bound::unbind),
-        benchmark: c.getattr("_get_cudnn_benchmark").ok().map(Bound::unbind),
     };
     Some(TORCH.get_or_init(py, || api))
 }
@@ -148,18 +145,12 @@ impl TorchApi {
 
     /// `torch.backends.cudnn.allow_tf32`.
     pub(crate) fn allow_tf32(&self, py: Python<'_>) -> PyResult<bool> {
-        Self::flag(py, self.allow_tf32.as_ref(), "allow_tf32")
-    }
-
-    /// `torch.backends.cudnn.benchmark`.
-    pub(crate) fn benchmark(&self, py: Python<'_>) -> PyResult<bool> {
-        Self::flag(py, self.benchmark.as_ref(), "benchmark")
-    }
-
-    fn flag(py: Python<'_>, getter: Option<&Py<PyAny>>, name: &str) -> PyResult<bool> {
-        match getter {
+        match &self.allow_tf32 {
             Some(f) => f.call0(py)?.extract(py),
-            None => py.import("torch.backends.cudnn")?.getattr(name)?.extract(),
+            None => py
+                .import("torch.backends.cudnn")?
+                .getattr("allow_tf32")?
+                .extract(),
         }
     }
 }

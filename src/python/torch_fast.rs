@@ -22,9 +22,8 @@ use crate::tensor::{Format, Role};
 
 // ---------------------------------------------------------------- conv_input_grad
 
-/// Handles by (device, PyTorch stream address, benchmark); each keeps PyTorch's stream
-/// object.
-type HandleCache = BoundedCache<(usize, usize, bool), Py<PyHandle>>;
+/// Handles by (device, PyTorch stream address); each keeps PyTorch's stream object.
+type HandleCache = BoundedCache<(usize, usize), Py<PyHandle>>;
 static HANDLES: Mutex<Option<HandleCache>> = Mutex::new(None);
 const MAX_HANDLES: usize = 32;
 
@@ -39,9 +38,8 @@ fn handle_for(
     api: &TorchApi,
     ordinal: usize,
     stream: usize,
-    benchmark: bool,
 ) -> PyResult<Py<PyHandle>> {
-    let key = (ordinal, stream, benchmark);
+    let key = (ordinal, stream);
     {
         let mut guard = HANDLES
             .lock()
@@ -56,7 +54,6 @@ fn handle_for(
     let stream_obj = api.current_stream(py, ordinal)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("stream", stream_obj)?;
-    kwargs.set_item("benchmark", benchmark)?;
     let h: Py<PyHandle> = py
         .get_type::<PyHandle>()
         .call((ordinal,), Some(&kwargs))?
@@ -111,12 +108,12 @@ fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
 /// `conv_input_grad` for PyTorch CUDA tensors with the defaults (no `out`, `handle`,
 /// `algo` or `math`; cross-correlation): the input gradient as a new PyTorch tensor in
 /// grad_output's layout, computed on PyTorch's current stream with the library's default
-/// choice (measured, as `Handle(benchmark=True)`, while
-/// `torch.backends.cudnn.benchmark` is on). `None` when the operands are anything else, or anything is unusual (other
+/// choice; or on `handle` (its choice: measured with `benchmark=True`), when that
+/// handle is on the tensors' device and issues to PyTorch's current stream. `None` when the operands are anything else, or anything is unusual (other
 /// devices, dtypes or ranks, strides that are neither layout, bad parameters): the
 /// general path then runs and reports.
 #[pyfunction]
-#[pyo3(signature = (input_shape, weight, grad_output, stride, padding, dilation, groups))]
+#[pyo3(signature = (input_shape, weight, grad_output, stride, padding, dilation, groups, handle = None))]
 pub(crate) fn _torch_input_grad<'py>(
     py: Python<'py>,
     input_shape: &Bound<'py, PyAny>,
@@ -126,6 +123,7 @@ pub(crate) fn _torch_input_grad<'py>(
     padding: &Bound<'py, PyAny>,
     dilation: &Bound<'py, PyAny>,
     groups: &Bound<'py, PyAny>,
+    handle: Option<&Bound<'py, PyHandle>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let Some(api) = torch_api(py) else {
         return Ok(None);
@@ -187,7 +185,22 @@ pub(crate) fn _torch_input_grad<'py>(
     };
 
     let stream = api.current_raw_stream(py, dy.ordinal)?;
-    let handle = handle_for(py, api, dy.ordinal, stream, api.benchmark(py)?)?;
+    let handle = match handle {
+        None => handle_for(py, api, dy.ordinal, stream)?,
+        Some(h) => {
+            let same_device = h.get().inner.device == super::device::DeviceId::Cuda(dy.ordinal);
+            let ours = h
+                .get()
+                .inner
+                .gpu()
+                .py_err(py)
+                .map(|g| g.ctx.stream().cu_stream() as usize);
+            if !same_device || ours? != stream {
+                return Ok(None);
+            }
+            h.clone().unbind()
+        }
+    };
     let h = handle.get();
     // The result, allocated by PyTorch (its caching allocator, on its current stream)
     // in grad_output's layout.

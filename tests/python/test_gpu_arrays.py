@@ -131,14 +131,16 @@ def test_torch_fast_path_runs_the_defaults_and_declines_the_rest(
     }
     for why, call in declined.items():
         assert _native._torch_input_grad(*call) is None, why
-    # torch.backends.cudnn.benchmark on: the measured tier, same result.
-    old = torch.backends.cudnn.benchmark
-    try:
-        torch.backends.cudnn.benchmark = True
-        got = cd.conv_input_grad(x_shape, w, dy, *args)
-        assert_close(got.cpu().numpy(), ref, "f32", "fast path, benchmark=True")
-    finally:
-        torch.backends.cudnn.benchmark = old
+    # A handle of PyTorch's current stream (here measuring: the measured tier) runs
+    # the call in one native call too; one of another stream is declined.
+    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
+    got = _native._torch_input_grad(x_shape, w, dy, *args, h)
+    assert isinstance(got, torch.Tensor)
+    assert_close(got.cpu().numpy(), ref, "f32", "fast path, benchmark=True handle")
+    other = cd.Handle(stream=torch.cuda.Stream())
+    assert _native._torch_input_grad(x_shape, w, dy, *args, other) is None
+    got = cd.conv_input_grad(x_shape, w, dy, *args, handle=other)
+    assert_close(got.cpu().numpy(), ref, "f32", "handle on another stream")
 
 
 def test_torch_fast_path_follows_the_current_stream(
