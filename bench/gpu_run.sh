@@ -10,7 +10,9 @@
 # The GPU machine has no cargo and no network; everything it needs is staged here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf .carry && mkdir -p .carry/bin .carry/wheels
+# CUDNN_RS_WHEEL_ONLY=1 rebuilds the wheel alone and keeps the test binaries staged.
+if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then rm -rf .carry/wheels; else rm -rf .carry; fi
+mkdir -p .carry/bin .carry/wheels
 venv=${CUDNN_RS_VENV:-.venv}
 [ -x "$venv/bin/maturin" ] || { python3 -m venv "$venv"; "$venv/bin/pip" install -q -r requirements-dev.txt; }
 # The wheel the GPU runs test is the publishable one: abi3, manylinux_2_28 x86_64, linked
