@@ -5,6 +5,7 @@
 #   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
 #   bash scripts/gpu_final.sh all     # pytest on the GPU, then both benchmarks, shorter
 #   bash scripts/gpu_final.sh probe   # where training steps spend their time
+#   bash scripts/gpu_final.sh bench2  # anchor suite, training steps, broad suite (shorter)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -57,6 +58,11 @@ tests)
 bench)
   TAIL=14 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.5
   TAIL=14 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.2
+  ;;
+bench2)  # the anchor suite, the training steps and the broad suite in one call
+  TAIL=12 run perf 150 python3 bench/perf.py --csv "$out/perf.csv"
+  TAIL=14 run train 250 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.6
+  TAIL=14 run broad 190 python3 bench/broad.py --csv "$out/broad.csv" --md "$out/broad.md" --batch real --max-minutes 2.6
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
