@@ -61,7 +61,7 @@ bench)
   ;;
 bench2)  # the anchor suite, the training steps and the broad suite in one call
   TAIL=12 run perf 150 python3 bench/perf.py --csv "$out/perf.csv"
-  TAIL=14 run train 250 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.6
+  TAIL=14 run train 250 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3.6 --steps 6 --warmup 2
   TAIL=14 run broad 190 python3 bench/broad.py --csv "$out/broad.csv" --md "$out/broad.md" --batch real --max-minutes 2.6
   ;;
 verify)
