@@ -256,6 +256,16 @@ def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
     return cls.from_dlpack(obj, handle=h)
 
 
+def _import_as(obj: Any, lib: str, h: Handle, own_stream: bool, fmt: Any) -> Any:
+    """``obj`` as a Filter of format ``fmt`` (ShapeError when its strides are not)."""
+    if lib == "torch":
+        t = obj.detach()
+        if t.is_cuda and own_stream and t.is_floating_point():
+            return Filter.from_dlpack(t, fmt, handle=h)
+        obj = t
+    return Filter.from_dlpack(obj, fmt, handle=h)
+
+
 def _empty_like_layout(
     lib: str, like: Any, shape: tuple[int, ...], channels_last: bool
 ) -> Any:
@@ -453,6 +463,14 @@ def conv_input_grad(
 
     dy = _import(grad_output, Tensor, lib, h, own_stream)
     w = _import(weight, Filter, wlib, h, own_stream and wlib == lib)
+    if w.format is not dy.format and not isinstance(weight, Filter):
+        # A depthwise filter (K x 1 x R x S) is dense in both layouts and imports as
+        # NCHW: it follows grad_output's layout instead, so that the call does not mix
+        # layouts (cuDNN would transpose around a slower kernel).
+        try:
+            w = _import_as(weight, wlib, h, own_stream and wlib == lib, dy.format)
+        except (ValueError, TypeError, BufferError):  # not dense in that layout: as is
+            pass
     dtype = dy.dtype
     if dtype not in _FLOATS or w.dtype not in _FLOATS:
         bad = dtype if dtype not in _FLOATS else w.dtype

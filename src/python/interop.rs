@@ -64,6 +64,22 @@ fn strides_match(shape: &[usize], strides: &[i64], expected: &[i64]) -> bool {
         .all(|((&n, &s), &e)| n == 1 || s == e)
 }
 
+/// The memory format the strides describe, `prefer` when they describe both (a depthwise
+/// filter, K x 1 x R x S, is dense in both layouts): a filter then follows its
+/// gradient's layout, so that a channels-last model's call does not mix layouts.
+pub(crate) fn resolve_format_prefer(
+    shape: &[usize],
+    strides: &[i64],
+    prefer: Format,
+) -> Result<Format> {
+    let both = strides_match(shape, strides, &dense_strides(shape, Format::Nchw))
+        && strides_match(shape, strides, &dense_strides(shape, Format::Nhwc));
+    if both {
+        return Ok(prefer);
+    }
+    resolve_format(shape, Some(strides), None)
+}
+
 /// The memory format the strides describe (checked against `requested` when given).
 pub(crate) fn resolve_format(
     shape: &[usize],

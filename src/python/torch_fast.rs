@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyTuple};
 use super::device::PyHandle;
 use super::errors::IntoPyResult;
 use super::handle::Operands;
-use super::interop::{dense_strides, resolve_format, torch_core};
+use super::interop::{dense_strides, resolve_format, resolve_format_prefer, torch_core};
 use super::torch_api::{torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
 use crate::convolution::geometry::ConvParams;
@@ -152,10 +152,10 @@ pub(crate) fn _torch_input_grad<'py>(
     if shape.len() != ndim {
         return Ok(None);
     }
-    let (Ok(dy_format), Ok(w_format)) = (
-        resolve_format(&dy.shape, Some(&dy.strides), None),
-        resolve_format(&w.shape, Some(&w.strides), None),
-    ) else {
+    let Ok(dy_format) = resolve_format(&dy.shape, Some(&dy.strides), None) else {
+        return Ok(None);
+    };
+    let Ok(w_format) = resolve_format_prefer(&w.shape, &w.strides, dy_format) else {
         return Ok(None);
     };
     let n = ndim - 2;

@@ -73,6 +73,22 @@ def test_channels_last_in_channels_last_out(
     assert_close(gx, ref, "f32", "channels-last conv_input_grad")
 
 
+def test_depthwise_filter_follows_a_channels_last_grad_output(
+    rng: np.random.Generator,
+) -> None:
+    """A depthwise filter (K x 1 x R x S) is dense in both layouts; with a channels-last
+    grad_output it runs as NHWC too (no mixed layouts), from either layout."""
+    x_shape, w_shape = (2, 6, 7, 8), (6, 1, 3, 3)
+    p = ConvParams((1, 1), (1, 1), (1, 1), 6)
+    w = nonzero_values(rng, w_shape, "f32")
+    dy = nonzero_values(rng, output_shape(x_shape, w_shape, p), "f32")
+    ref = conv_backward_data(w, dy, x_shape, p)
+    for weight in (w, _channels_last(w)):
+        gx = cd.conv_input_grad(x_shape, weight, _channels_last(dy), 1, 1, 1, 6)
+        assert gx.strides[1] == gx.itemsize
+        assert_close(gx, ref, "f32", "depthwise, channels-last grad_output")
+
+
 def test_ints_and_tuples_mean_the_same(rng: np.random.Generator) -> None:
     w, dy, x_shape, _p, ref = _case(rng, CASES[0])
     a = cd.conv_input_grad(x_shape, w, dy, 1, 1, 1, 1)
