@@ -43,7 +43,7 @@ _FLOAT_NAMES = "float32, float64, float16 or bfloat16"
 # Handles by (device ordinal, raw stream or None for the handle's own stream): a handle per stream keeps concurrent callers on different streams apart, and
 # its workspace and plan caches warm. Bounded: the oldest entry goes first.
 _MAX_HANDLES = 32
-_handles: dict[tuple[int, int | None, bool], Handle] = {}
+_handles: dict[tuple[int, int | None], Handle] = {}
 _cpu_handle: list[Handle] = []
 # ConvolutionDescriptors by (padding, stride, dilation, groups, mode, comp, math).
 _MAX_DESCRIPTORS = 256
