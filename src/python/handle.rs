@@ -1,70 +1,25 @@
 //! `Handle` (a cuDNN context on a GPU, or the CPU reference device), `Workspace`, and the
 //! backward-data operations.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::CudaSlice;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
-use super::args::{filter_arg, tensor_arg};
 use super::conv::PyConvolutionDescriptor;
-use super::descs::Descs;
 use super::device::{parse_device, DeviceId, GpuState, HandleInner, PyHandle};
 use super::dispatch::{self, GpuPtrs, HostBufs};
-use super::errors::{detach, to_py, IntoPyResult};
+use super::errors::{detach, IntoPyResult};
 use super::markers::{algo_perf, best_heuristic, engine_record, selected_algo};
+use super::operands::{operands, Operands};
 use super::storage::TensorCore;
-use super::tensor::PyTensor;
-use crate::context::{alloc_bytes, CudnnContext};
+use super::workspace::PyWorkspace;
+use crate::context::CudnnContext;
 use crate::convolution::{BestHeuristic, SelectedAlgo};
 use crate::error::{Error, Result};
 
-pub(crate) struct Operands<'a> {
-    w: &'a Arc<TensorCore>,
-    dy: &'a Arc<TensorCore>,
-    dx: &'a Arc<TensorCore>,
-    conv: Arc<crate::convolution::RawConvolutionDescriptor>,
-}
-
-impl<'a> Operands<'a> {
-    pub(crate) fn new(
-        w: &'a Arc<TensorCore>,
-        dy: &'a Arc<TensorCore>,
-        dx: &'a Arc<TensorCore>,
-        conv: Arc<crate::convolution::RawConvolutionDescriptor>,
-    ) -> Self {
-        Self { w, dy, dx, conv }
-    }
-
-    fn descs(&self) -> Descs<'_> {
-        Descs {
-            w: &self.w.desc,
-            dy: &self.dy.desc,
-            dx: &self.dx.desc,
-            conv: &self.conv,
-        }
-    }
-}
-
-/// The operands of a call, each checked to be a `Filter` / `Tensor` (a TypeError that
-/// says how to make one otherwise).
-fn operands<'a>(
-    w: &'a Bound<'_, PyAny>,
-    dy: &'a Bound<'_, PyAny>,
-    dx: &'a Bound<'_, PyAny>,
-    conv: &PyConvolutionDescriptor,
-) -> PyResult<Operands<'a>> {
-    Ok(Operands {
-        w: &filter_arg(w, "w")?.core,
-        dy: &tensor_arg(dy, "dy")?.core,
-        dx: &tensor_arg(dx, "dx")?.core,
-        conv: conv.raw(),
-    })
-}
-
 impl PyHandle {
-    fn check_devices(&self, cores: &[&Arc<TensorCore>]) -> Result<()> {
+    pub(crate) fn check_devices(&self, cores: &[&Arc<TensorCore>]) -> Result<()> {
         for c in cores {
             if c.device != self.inner.device {
                 return Err(Error::DeviceMismatch(format!(
@@ -150,77 +105,6 @@ impl PyHandle {
                     workspace: wsp,
                 };
                 dispatch::run_gpu(&state.ctx, sel, alpha, &descs, &ptrs, beta)
-            }
-        }
-    }
-
-    /// The one-call API: a fresh dx, the library's default choice (or the given
-    /// algorithm), the handle's cached workspace grown as needed. The operands are
-    /// validated once, here (ranks, support table, shapes), before anything is planned,
-    /// allocated or written; the run below checks nothing again.
-    pub(crate) fn one_call(
-        &self,
-        ops: &Operands<'_>,
-        sel: Option<&SelectedAlgo>,
-        alpha: f64,
-    ) -> Result<()> {
-        let sel = sel.copied().unwrap_or(SelectedAlgo::Default);
-        self.check_devices(&[ops.w, ops.dy, ops.dx])?;
-        let descs = ops.descs();
-        let p = descs.problem();
-        let geo = p.validate(sel.kind())?;
-        if Arc::ptr_eq(ops.dx, ops.dy) {
-            return Err(Error::Shape("dx and dy must be different tensors".into()));
-        }
-        match self.inner.device {
-            DeviceId::Cpu => {
-                let (w, dy) = (ops.w.read(), ops.dy.read());
-                let mut dx = ops.dx.write();
-                crate::reference::device::backward_data_bytes(
-                    &geo,
-                    &p,
-                    alpha,
-                    w.host_bytes()?,
-                    dy.host_bytes()?,
-                    0.0,
-                    dx.host_bytes_mut()?,
-                )
-            }
-            DeviceId::Cuda(_) => {
-                let mut state = self.inner.gpu()?;
-                let GpuState { ctx, workspace, .. } = &mut *state;
-                let math = p.resolve_math(sel.math_type());
-                let need = ctx
-                    .workspace_size_checked(p, sel.route(), math)?
-                    .unwrap_or(0);
-                let stream = Arc::clone(ctx.stream());
-                if need > 0 && workspace.as_ref().is_none_or(|w| w.len() < need) {
-                    *workspace = None;
-                    *workspace = Some(alloc_bytes(&stream, need)?);
-                }
-                let (w, dy) = (ops.w.read(), ops.dy.read());
-                let mut dx = ops.dx.write();
-                let (wp, _g1) = w.device_ptr(&stream)?;
-                let (dyp, _g2) = dy.device_ptr(&stream)?;
-                let (dxp, _g3) = dx.device_ptr_mut(&stream)?;
-                let (wsp, _g4) = match workspace.as_mut().filter(|_| need > 0) {
-                    Some(slice) => {
-                        let (p, g) = cudarc::driver::DevicePtrMut::device_ptr_mut(slice, &stream);
-                        ((p, need), Some(g))
-                    }
-                    None => ((0, 0), None),
-                };
-                let ptrs = crate::problem::RawPointers {
-                    w: wp,
-                    dy: dyp,
-                    dx: dxp,
-                    workspace: wsp,
-                };
-                // SAFETY: the storages' locks keep every buffer alive and unaliased (dx is
-                // another tensor than dy, checked above, and is locked for writing) until
-                // the work is enqueued; each address was allocated for its descriptor, the
-                // workspace for `need` bytes; the problem was validated above.
-                unsafe { ctx.backward_data_validated(alpha, p, sel, ptrs, 0.0) }
             }
         }
     }
@@ -896,180 +780,4 @@ impl PyHandle {
             }
         }
     }
-}
-
-/// Device bytes for a backward-data call (`Workspace(handle, size)`).
-#[pyclass(frozen, name = "Workspace", module = "cudnn_rs")]
-pub(crate) struct PyWorkspace {
-    device: DeviceId,
-    nbytes: usize,
-    memory: Mutex<Option<CudaSlice<u8>>>,
-    /// The stream the memory is freed on, with its owner: dropped after `memory`.
-    _home: Option<super::streams::StreamMark>,
-}
-
-impl PyWorkspace {
-    fn lock(&self) -> MutexGuard<'_, Option<CudaSlice<u8>>> {
-        self.memory
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-#[pymethods]
-impl PyWorkspace {
-    #[new]
-    #[pyo3(signature = (handle, size = None))]
-    fn new(py: Python<'_>, handle: &Bound<'_, PyHandle>, size: Option<i64>) -> PyResult<Self> {
-        let nbytes = usize::try_from(size.unwrap_or(0)).map_err(|_| {
-            to_py(
-                py,
-                Error::Shape(format!("workspace size must be >= 0, got {size:?}")),
-            )
-        })?;
-        let inner = Arc::clone(&handle.get().inner);
-        let (memory, home) = match inner.device {
-            DeviceId::Cpu => (None, None),
-            DeviceId::Cuda(_) if nbytes == 0 => (None, None),
-            DeviceId::Cuda(_) => detach(py, move || {
-                let stream = inner.stream()?;
-                let memory = alloc_bytes(&stream, nbytes)?;
-                Ok((Some(memory), Some(super::streams::StreamMark::new(&stream))))
-            })?,
-        };
-        Ok(Self {
-            device: handle.get().inner.device,
-            nbytes,
-            memory: Mutex::new(memory),
-            _home: home,
-        })
-    }
-    /// Size in bytes.
-    #[getter]
-    fn nbytes(&self) -> usize {
-        self.nbytes
-    }
-    #[getter]
-    fn device(&self) -> String {
-        self.device.to_string()
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "cudnn_rs.Workspace(nbytes={}, device={})",
-            self.nbytes, self.device
-        )
-    }
-}
-
-/// One call for people who just want `dx`: allocates it (dtype and format default to
-/// dy's), picks the algorithm (cuDNN's heuristic) unless given, reuses the handle's
-/// workspace, and returns `dx`.
-#[pyfunction]
-#[pyo3(signature = (handle, w, dy, conv, x_shape, algo = None, *, alpha = 1.0, dtype = None, format = None))]
-pub(crate) fn convolution_backward_data<'py>(
-    py: Python<'py>,
-    handle: &Bound<'py, PyHandle>,
-    w: &Bound<'py, PyAny>,
-    dy: &Bound<'py, PyAny>,
-    conv: &Bound<'py, PyConvolutionDescriptor>,
-    x_shape: &Bound<'py, PyAny>,
-    algo: Option<&Bound<'py, PyAny>>,
-    alpha: f64,
-    dtype: Option<&Bound<'py, PyAny>>,
-    format: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyTensor>> {
-    let sel = algo
-        .filter(|a| !a.is_none())
-        .map(selected_algo)
-        .transpose()?;
-    let w_ref = filter_arg(w, "w")?;
-    let dy_ref = tensor_arg(dy, "dy")?;
-    let dy_desc = &dy_ref.core.desc;
-    let dtype = dtype
-        .map(super::markers::extract_dtype)
-        .transpose()?
-        .unwrap_or(dy_desc.dtype());
-    let format = format
-        .map(super::markers::extract_format)
-        .transpose()?
-        .unwrap_or(dy_desc.format());
-    let shape: Vec<i64> = x_shape
-        .extract()
-        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("x_shape must be a tuple of ints"))?;
-    let shape: Vec<usize> = shape
-        .iter()
-        .map(|&d| {
-            usize::try_from(d).map_err(|_| {
-                to_py(
-                    py,
-                    Error::Shape(format!("negative dimension in x_shape {shape:?}")),
-                )
-            })
-        })
-        .collect::<PyResult<_>>()?;
-    let desc =
-        crate::tensor::RawDescriptor::new(crate::tensor::Role::Tensor, dtype, format, &shape)
-            .py_err(py)?;
-    let h = handle.get();
-    let dx_core = Arc::new(detach(py, || TensorCore::allocate(h, desc, None, false))?);
-    let conv_ref = conv.get();
-    py.detach(|| {
-        let ops = Operands {
-            w: &w_ref.core,
-            dy: &dy_ref.core,
-            dx: &dx_core,
-            conv: conv_ref.raw(),
-        };
-        h.one_call(&ops, sel.as_ref(), alpha)
-    })
-    .py_err(py)?;
-    Bound::new(py, PyTensor { core: dx_core })
-}
-
-/// The one-call API writing into a given `dx` (`conv_input_grad`'s `out` and framework
-/// outputs): the same default choice of algorithm and the handle's cached workspace;
-/// every check runs before anything is written.
-#[pyfunction]
-#[pyo3(signature = (handle, w, dy, conv, dx, algo = None))]
-pub(crate) fn _convolution_backward_data_into(
-    py: Python<'_>,
-    handle: &Bound<'_, PyHandle>,
-    w: &Bound<'_, PyAny>,
-    dy: &Bound<'_, PyAny>,
-    conv: &Bound<'_, PyConvolutionDescriptor>,
-    dx: &Bound<'_, PyAny>,
-    algo: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let sel = algo
-        .filter(|a| !a.is_none())
-        .map(selected_algo)
-        .transpose()?;
-    let ops = operands(w, dy, dx, conv.get())?;
-    let h = handle.get();
-    py.detach(|| h.one_call(&ops, sel.as_ref(), 1.0)).py_err(py)
-}
-
-/// All rows of the support table, `BestHeuristic` rows included, as tuples of names.
-#[pyfunction]
-pub(crate) fn supported_configurations(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let rows = crate::bwd_data::support::support_rows()
-        .map(|r| {
-            PyTuple::new(
-                py,
-                [
-                    r.algo.name().into_pyobject(py)?.into_any(),
-                    r.filter.0.name().into_pyobject(py)?.into_any(),
-                    r.filter.1.name().into_pyobject(py)?.into_any(),
-                    r.dy.0.name().into_pyobject(py)?.into_any(),
-                    r.dy.1.name().into_pyobject(py)?.into_any(),
-                    r.comp.name().into_pyobject(py)?.into_any(),
-                    r.dx.0.name().into_pyobject(py)?.into_any(),
-                    r.dx.1.name().into_pyobject(py)?.into_any(),
-                    r.tensor_dims.into_pyobject(py)?.into_any(),
-                    r.conv_dims.into_pyobject(py)?.into_any(),
-                ],
-            )
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, rows)
 }

@@ -14,11 +14,14 @@ mod handle;
 mod info;
 mod interop;
 mod markers;
+mod one_call;
+mod operands;
 mod storage;
 mod streams;
 mod tensor;
 mod torch_api;
 mod torch_fast;
+mod workspace;
 
 use pyo3::prelude::*;
 
@@ -63,12 +66,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<markers::PyMathType>()?;
     m.add_class::<markers::PyDeterminism>()?;
     m.add_class::<device::PyHandle>()?;
-    m.add_class::<handle::PyWorkspace>()?;
+    m.add_class::<workspace::PyWorkspace>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tensor::PyFilter>()?;
     m.add_class::<conv::PyConvolutionDescriptor>()?;
-    m.add_function(wrap_pyfunction!(handle::convolution_backward_data, m)?)?;
-    m.add_function(wrap_pyfunction!(handle::supported_configurations, m)?)?;
+    m.add_function(wrap_pyfunction!(one_call::convolution_backward_data, m)?)?;
+    m.add_function(wrap_pyfunction!(one_call::supported_configurations, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_add_cudnn_search_dir, m)?)?;
@@ -77,7 +80,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::_cudnn_info, m)?)?;
     m.add_function(wrap_pyfunction!(info::_gpus, m)?)?;
     m.add_function(wrap_pyfunction!(
-        handle::_convolution_backward_data_into,
+        one_call::_convolution_backward_data_into,
         m
     )?)?;
     m.add_function(wrap_pyfunction!(torch_fast::_torch_input_grad, m)?)?;

@@ -10,8 +10,8 @@ use pyo3::types::{PyDict, PyTuple};
 
 use super::device::PyHandle;
 use super::errors::IntoPyResult;
-use super::handle::Operands;
 use super::interop::{dense_strides, resolve_format, resolve_format_prefer, torch_core};
+use super::operands::Operands;
 use super::torch_api::{torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
 use crate::convolution::geometry::ConvParams;
