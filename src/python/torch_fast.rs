@@ -75,7 +75,18 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Vec<i64>> {
     if let Ok(v) = obj.extract::<i64>() {
         return Some(vec![v; n]);
     }
-    let items: Vec<i64> = obj.extract().ok()?;
+    // Bools are ints to Python but not parameters (the general path refuses them).
+    let items: Vec<Bound<'_, PyAny>> = obj.extract().ok()?;
+    if items
+        .iter()
+        .any(PyAnyMethods::is_instance_of::<pyo3::types::PyBool>)
+    {
+        return None;
+    }
+    let items: Vec<i64> = items
+        .iter()
+        .map(|i| i.extract().ok())
+        .collect::<Option<_>>()?;
     match items.len() {
         1 => Some(vec![items[0]; n]),
         len if len == n => Some(items),
@@ -105,13 +116,14 @@ fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
     Some(raw)
 }
 
-/// `conv_input_grad` for PyTorch CUDA tensors with the defaults (no `out`, `handle`,
-/// `algo` or `math`; cross-correlation): the input gradient as a new PyTorch tensor in
+/// `conv_input_grad` for PyTorch CUDA tensors with the defaults (no `out`, `algo` or
+/// `math`; cross-correlation): the input gradient as a new PyTorch tensor in
 /// grad_output's layout, computed on PyTorch's current stream with the library's default
 /// choice; or on `handle` (its choice: measured with `benchmark=True`), when that
-/// handle is on the tensors' device and issues to PyTorch's current stream. `None` when the operands are anything else, or anything is unusual (other
-/// devices, dtypes or ranks, strides that are neither layout, bad parameters): the
-/// general path then runs and reports.
+/// handle is on the tensors' device and issues to PyTorch's current stream. `None` when
+/// the operands are anything else, or anything is unusual (other devices, dtypes or
+/// ranks, strides that are neither layout, bad parameters, a handle of another stream):
+/// the general path then runs and reports.
 #[pyfunction]
 #[pyo3(signature = (input_shape, weight, grad_output, stride, padding, dilation, groups, handle = None))]
 pub(crate) fn _torch_input_grad<'py>(

@@ -126,6 +126,7 @@ def test_torch_fast_path_runs_the_defaults_and_declines_the_rest(
         "strides of neither layout": (x_shape, w, dy.transpose(2, 3), *args),
         "rank of input_shape": (x_shape[:3], w, dy, *args),
         "bool groups": (x_shape, w, dy, p.stride, p.padding, p.dilation, True),
+        "a bool in a tuple": (x_shape, w, dy, (2, True), p.padding, p.dilation, 2),
         "three strides for 2-d": (x_shape, w, dy, (1, 1, 1), p.padding, p.dilation, 2),
         "NumPy arrays": (x_shape, w.detach().cpu().numpy(), dy.cpu().numpy(), *args),
     }
