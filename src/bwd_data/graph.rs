@@ -53,28 +53,12 @@ pub(crate) struct OpGraph {
 /// Logical strides of a packed tensor of logical shape `shape` (N, C, spatial...) stored
 /// in `format`.
 fn strides(shape: &[usize], format: Format) -> Result<Vec<i64>> {
-    let n = shape.len();
-    // Physical order of the logical dimensions, outermost first.
-    let order: Vec<usize> = match format {
-        Format::Nchw => (0..n).collect(),
-        Format::Nhwc => std::iter::once(0)
-            .chain(2..n)
-            .chain(std::iter::once(1))
-            .collect(),
-        other => {
-            return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
-                requested: format!("the graph API with format {other}"),
-                nearest: vec!["NCHW or NHWC".into()],
-            }))
-        }
-    };
-    let mut out = vec![0i64; n];
-    let mut step = 1i64;
-    for &d in order.iter().rev() {
-        out[d] = step;
-        step = step.saturating_mul(i64::try_from(shape[d]).unwrap_or(i64::MAX));
-    }
-    Ok(out)
+    crate::tensor::layout::dense_strides(shape, format).ok_or_else(|| {
+        Error::Unsupported(crate::error::UnsupportedConfiguration {
+            requested: format!("the graph API with format {format}"),
+            nearest: vec!["NCHW or NHWC".into()],
+        })
+    })
 }
 
 fn to_i64(v: &[usize]) -> Vec<i64> {

@@ -35,24 +35,13 @@ use crate::tensor::{Format, RawDescriptor, Role};
 
 // ---------------------------------------------------------------- layouts
 
-/// Dense strides (in elements, in logical axis order) of `format` for a logical shape.
+/// Dense strides (in elements, in logical axis order) of `format` for a logical shape
+/// (the vector formats, which arrays cannot describe, as NCHW).
 pub(crate) fn dense_strides(shape: &[usize], format: Format) -> Vec<i64> {
-    let ndim = shape.len();
-    // Physical axis order, outermost first.
-    let order: Vec<usize> = match format {
-        Format::Nhwc if ndim >= 3 => std::iter::once(0)
-            .chain(2..ndim)
-            .chain(std::iter::once(1))
-            .collect(),
-        _ => (0..ndim).collect(),
-    };
-    let mut strides = vec![0i64; ndim];
-    let mut acc: i64 = 1;
-    for &axis in order.iter().rev() {
-        strides[axis] = acc;
-        acc = acc.saturating_mul(shape[axis] as i64);
-    }
-    strides
+    let layout = |f| crate::tensor::layout::dense_strides(shape, f);
+    layout(format)
+        .or_else(|| layout(Format::Nchw))
+        .unwrap_or_default()
 }
 
 fn strides_match(shape: &[usize], strides: &[i64], expected: &[i64]) -> bool {

@@ -20,14 +20,11 @@ use crate::tensor::{Format, RawDescriptor, Role};
 /// Physical axis order of a logical NCHW(D) array stored in `format` (for NCHW_VECT_C:
 /// the logical array is first reshaped to N, C/v, v, spatial...).
 fn physical_permutation(format: Format, ndim: usize) -> Vec<usize> {
+    if let Some(order) = crate::tensor::layout::axis_order(format, ndim) {
+        return order;
+    }
     match format {
-        Format::Nchw => (0..ndim).collect(),
-        Format::Nhwc => {
-            let mut p = vec![0];
-            p.extend(2..ndim);
-            p.push(1);
-            p
-        }
+        Format::Nchw | Format::Nhwc => (0..ndim).collect(),
         Format::NchwVectC8x4 | Format::NchwVectC8x32 => {
             // `ndim` counts the reshaped axes: 0 N, 1 C/v, 2 v, 3.. spatial
             let mut p = vec![0, 1];

@@ -1,8 +1,40 @@
-//! Reordering between the logical NCHW(D) order every shape in this crate uses and the
-//! physical order of a memory format, for uploading and reading back host data.
+//! THE home of axis orders: how the logical NCHW(D) order every shape in this crate
+//! uses maps to the physical order of a memory format (the graph API's strides, the
+//! strides of imported and exported arrays, the host reordering for uploads and
+//! read-backs all come from here).
 
 use crate::error::{Error, Result};
 use crate::tensor::Format;
+
+/// The physical order of the logical axes (N, C, spatial...) of a rank-`ndim` tensor
+/// stored in `format`, outermost first: NCHW keeps the logical order, NHWC moves C
+/// last. `None` for the vector formats, which split C and have no plain axis order.
+pub fn axis_order(format: Format, ndim: usize) -> Option<Vec<usize>> {
+    match format {
+        Format::Nchw => Some((0..ndim).collect()),
+        Format::Nhwc if ndim < 3 => Some((0..ndim).collect()),
+        Format::Nhwc => Some(
+            std::iter::once(0)
+                .chain(2..ndim)
+                .chain(std::iter::once(1))
+                .collect(),
+        ),
+        Format::NchwVectC8x4 | Format::NchwVectC8x32 => None,
+    }
+}
+
+/// Dense strides (in elements, in logical axis order) of a tensor of logical `shape`
+/// stored in `format`; `None` for the vector formats.
+pub fn dense_strides(shape: &[usize], format: Format) -> Option<Vec<i64>> {
+    let order = axis_order(format, shape.len())?;
+    let mut strides = vec![0i64; shape.len()];
+    let mut step = 1i64;
+    for &axis in order.iter().rev() {
+        strides[axis] = step;
+        step = step.saturating_mul(i64::try_from(shape[axis]).unwrap_or(i64::MAX));
+    }
+    Some(strides)
+}
 
 fn split(shape: &[usize], len: usize, format: Format) -> Result<(usize, usize, usize)> {
     if shape.len() < 3 || shape.iter().product::<usize>() != len {
@@ -56,6 +88,28 @@ pub fn to_logical<T: Copy>(physical: &[T], shape: &[usize], format: Format) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_orders_and_dense_strides_of_both_layouts() {
+        // N=2, C=3, H=4, W=5: NCHW strides (60, 20, 5, 1); NHWC memory is N, H, W, C,
+        // so C steps by 1, W by C, H by W*C, N by H*W*C.
+        assert_eq!(axis_order(Format::Nchw, 4), Some(vec![0, 1, 2, 3]));
+        assert_eq!(axis_order(Format::Nhwc, 5), Some(vec![0, 2, 3, 4, 1]));
+        assert_eq!(
+            dense_strides(&[2, 3, 4, 5], Format::Nchw),
+            Some(vec![60, 20, 5, 1])
+        );
+        assert_eq!(
+            dense_strides(&[2, 3, 4, 5], Format::Nhwc),
+            Some(vec![60, 1, 15, 3])
+        );
+        assert_eq!(
+            dense_strides(&[2, 3, 4, 5, 6], Format::Nhwc),
+            Some(vec![360, 1, 90, 18, 3])
+        );
+        assert_eq!(axis_order(Format::NchwVectC8x4, 4), None);
+        assert_eq!(dense_strides(&[2, 32, 4, 4], Format::NchwVectC8x32), None);
+    }
 
     #[test]
     fn nhwc_puts_channels_last_and_round_trips() {
