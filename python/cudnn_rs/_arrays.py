@@ -40,8 +40,9 @@ _A = TypeVar("_A")
 
 _FLOATS = (f32, f64, f16, bf16)
 _FLOAT_NAMES = "float32, float64, float16 or bfloat16"
-# Handles by (device ordinal, raw stream or None for the handle's own stream): a handle per stream keeps concurrent callers on different streams apart, and
-# its workspace and plan caches warm. Bounded: the oldest entry goes first.
+# Handles by (device ordinal, raw stream or None for the handle's own stream): a handle
+# per stream keeps concurrent callers on different streams apart, and its workspace
+# and plan caches warm. Bounded: the oldest entry goes first.
 _MAX_HANDLES = 32
 _handles: dict[tuple[int, int | None], Handle] = {}
 _cpu_handle: list[Handle] = []
