@@ -56,22 +56,23 @@ impl CudnnContext {
     ) -> Result<()> {
         let tp = twin.problem(p.conv);
         let lay = layout(&p);
-        let need = self.twin_workspace(&p, twin, math)?;
+        let base = ptrs.workspace.0;
+        let mut inner = RawPointers {
+            w: ptrs.w,
+            dy: base,
+            dx: base + lay.dx as u64,
+            workspace: (base + lay.engine as u64, 0),
+        };
+        let config = self.default_config(&tp, math)?;
+        let plan = self.engine_plan(&tp, Some(config), math, 1.0, 0.0, graph::alignment(&inner))?;
+        let need = lay.engine + plan.workspace;
         if need > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(
                 "DefaultAlgo needs a workspace of {need} bytes for this problem, got {}",
                 ptrs.workspace.1
             )));
         }
-        let base = ptrs.workspace.0;
-        let inner = RawPointers {
-            w: ptrs.w,
-            dy: base,
-            dx: base + lay.dx as u64,
-            workspace: (base + lay.engine as u64, ptrs.workspace.1 - lay.engine),
-        };
-        let config = self.default_config(&tp, math)?;
-        let plan = self.engine_plan(&tp, Some(config), math, 1.0, 0.0, graph::alignment(&inner))?;
+        inner.workspace.1 = ptrs.workspace.1 - lay.engine;
         self.bind()?;
         let (lib, handle) = (self.lib, self.as_raw());
         let scaling = p.dx.dtype().scaling();

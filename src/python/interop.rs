@@ -379,7 +379,7 @@ fn import_torch(
     if theirs != stream.cu_stream() as usize {
         return Ok(None);
     }
-    torch_core(py, h, &t, obj, format, role, theirs).map(Some)
+    torch_core(py, h, t, obj, format, role, theirs).map(Some)
 }
 
 /// A tensor over a PyTorch tensor's memory, as PyTorch describes it (`t`, read from
@@ -389,7 +389,7 @@ fn import_torch(
 pub(crate) fn torch_core(
     py: Python<'_>,
     h: &PyHandle,
-    t: &super::torch_api::TorchTensor,
+    t: super::torch_api::TorchTensor,
     obj: &Bound<'_, PyAny>,
     format: Option<Format>,
     role: Role,
@@ -403,8 +403,8 @@ pub(crate) fn torch_core(
             device_id: i32::try_from(t.ordinal).unwrap_or(i32::MAX),
         },
         dtype: t.dtype,
-        shape: t.shape.clone(),
-        strides: Some(t.strides.clone()),
+        shape: t.shape,
+        strides: Some(t.strides),
         read_only: false,
     };
     let owner = ForeignOwner::new(None, Some(obj.clone().unbind()));

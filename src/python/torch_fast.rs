@@ -27,8 +27,22 @@ type HandleCache = BoundedCache<(usize, usize), Py<PyHandle>>;
 static HANDLES: Mutex<Option<HandleCache>> = Mutex::new(None);
 const MAX_HANDLES: usize = 32;
 
+/// Up to three per-dimension values (stride, padding or dilation of a 2-d or 3-d
+/// convolution) stored inline, so that a cache key is built without allocating.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Extents {
+    len: usize,
+    v: [i64; 3],
+}
+
+impl Extents {
+    fn as_slice(&self) -> &[i64] {
+        &self.v[..self.len]
+    }
+}
+
 /// Convolution descriptors by everything that makes one.
-type ConvKey = (Vec<i64>, Vec<i64>, Vec<i64>, i64, DType, MathType);
+type ConvKey = (Extents, Extents, Extents, i64, DType, MathType);
 type ConvCache = BoundedCache<ConvKey, Arc<RawConvolutionDescriptor>>;
 static CONVS: Mutex<Option<ConvCache>> = Mutex::new(None);
 const MAX_CONVS: usize = 256;
@@ -67,31 +81,39 @@ fn handle_for(
     Ok(h)
 }
 
-/// An int, or a sequence of one or `n` ints, as `n` values; `None` for anything else.
-fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Vec<i64>> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
+/// An int, or a sequence of one or `n` ints, as `n` values (`n` is 2 or 3); `None` for
+/// anything else, bools included (ints to Python, but the general path refuses them).
+fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
+    let int = |o: &Bound<'_, PyAny>| -> Option<i64> {
+        if o.is_instance_of::<pyo3::types::PyBool>() {
+            return None;
+        }
+        o.extract().ok()
+    };
+    let mut v = [0i64; 3];
+    if n > v.len() {
         return None;
     }
-    if let Ok(v) = obj.extract::<i64>() {
-        return Some(vec![v; n]);
+    if let Some(x) = int(obj) {
+        v = [x; 3];
+    } else {
+        if obj.is_instance_of::<pyo3::types::PyString>() {
+            return None;
+        }
+        let mut count = 0;
+        for item in obj.try_iter().ok()? {
+            *v.get_mut(count)? = int(&item.ok()?)?;
+            count += 1;
+        }
+        match count {
+            1 => v = [v[0]; 3],
+            c if c == n => {}
+            _ => return None,
+        }
     }
-    // Bools are ints to Python but not parameters (the general path refuses them).
-    let items: Vec<Bound<'_, PyAny>> = obj.extract().ok()?;
-    if items
-        .iter()
-        .any(PyAnyMethods::is_instance_of::<pyo3::types::PyBool>)
-    {
-        return None;
-    }
-    let items: Vec<i64> = items
-        .iter()
-        .map(|i| i.extract().ok())
-        .collect::<Option<_>>()?;
-    match items.len() {
-        1 => Some(vec![items[0]; n]),
-        len if len == n => Some(items),
-        _ => None,
-    }
+    // One key per parameter set, however it was spelled: nothing past `n`.
+    v.iter_mut().skip(n).for_each(|unused| *unused = 0);
+    Some(Extents { len: n, v })
 }
 
 fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
@@ -104,9 +126,9 @@ fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
     }
     let (padding, stride, dilation, groups, comp, math) = &key;
     let params = ConvParams::new(
-        padding,
-        stride,
-        dilation,
+        padding.as_slice(),
+        stride.as_slice(),
+        dilation.as_slice(),
         *groups,
         ConvolutionMode::CrossCorrelation,
     )
@@ -224,12 +246,12 @@ pub(crate) fn _torch_input_grad<'py>(
     let Some(dx) = api.read(&out) else {
         return Ok(None);
     };
-    let core = |t: &TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
+    let core = |t: TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
         torch_core(py, h, t, obj, Some(format), role, stream)
     };
-    let w_core = Arc::new(core(&w, weight, w_format, Role::Filter)?);
-    let dy_core = Arc::new(core(&dy, grad_output, dy_format, Role::Tensor)?);
-    let dx_core = Arc::new(core(&dx, &out, dy_format, Role::Tensor)?);
+    let w_core = Arc::new(core(w, weight, w_format, Role::Filter)?);
+    let dy_core = Arc::new(core(dy, grad_output, dy_format, Role::Tensor)?);
+    let dx_core = Arc::new(core(dx, &out, dy_format, Role::Tensor)?);
     let ops = Operands::new(&w_core, &dy_core, &dx_core, conv);
     py.detach(|| h.one_call(&ops, None, 1.0)).py_err(py)?;
     Ok(Some(out))
