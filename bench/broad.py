@@ -33,7 +33,6 @@ Usage (GPU machine):
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import math
 import statistics
@@ -43,6 +42,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 
+import report
 import torch
 
 import cudnn_rs as cd
@@ -843,12 +843,6 @@ def table_row(rec: dict) -> list[str]:
     ]
 
 
-def geo_mean(values: list[float]) -> float:
-    return (
-        math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
-    )
-
-
 def row_label(rec: dict) -> str:
     tf = " tf32" if rec["tf32"] is True else ""
     return f"{rec['layer']} N={rec['batch']} {rec['dtype']} {rec['layout']}{tf}"
@@ -872,7 +866,7 @@ def summary(rows: list[dict]) -> list[str]:
         if not vals:
             lines.append(f"- {what}: no rows")
             continue
-        geo = geo_mean([v for v, _ in vals])
+        geo = report.geo_mean(v for v, _ in vals)
         over = sum(1 for v, _ in vals if v > target_row)
         goal = f"; target geo-mean <= {target_geo}" if target_geo else ""
         lines.append(
@@ -889,21 +883,11 @@ def summary(rows: list[dict]) -> list[str]:
 
 
 def markdown(rows: list[dict], header: list[str]) -> str:
-    out = [
-        *header,
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + " --- |" * len(COLUMNS),
-    ]
-    out += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
-    out += [
-        "",
+    note = (
         "Times in ms per call. (!): result differs from PyTorch's beyond the "
-        "tolerance; `aten:` marks PyTorch's own (non-cuDNN) kernels.",
-        "",
-    ]
-    out += summary(rows)
-    return "\n".join(out) + "\n"
+        "tolerance; `aten:` marks PyTorch's own (non-cuDNN) kernels."
+    )
+    return report.markdown(header, COLUMNS, map(table_row, rows), note, summary(rows))
 
 
 def chart(rows: list[dict], path: str) -> None:
@@ -1050,7 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
         rec = run_row(layer, n, cfg, ctx)
         rows.append(rec)
-        fields = write_csv(args.csv, rows, fields)
+        fields = report.write_csv(args.csv, rows, fields)
         print(
             f"[{i + 1}/{len(plan)} {time.perf_counter() - start:5.0f}s] "
             + " | ".join(table_row(rec)),
@@ -1067,17 +1051,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"total {time.perf_counter() - start:.0f} s, {len(rows)} rows; csv: {args.csv}"
     )
     return 0
-
-
-def write_csv(path: str, rows: list[dict], fields: list[str]) -> list[str]:
-    """Rewrites the CSV after every row, so a run cut short keeps what it measured."""
-    for r in rows:
-        fields += [k for k in r if k not in fields]
-    with open(path, "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=fields)
-        wr.writeheader()
-        wr.writerows(rows)
-    return fields
 
 
 if __name__ == "__main__":

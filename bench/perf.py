@@ -22,6 +22,7 @@ import statistics
 import time
 
 import numpy as np
+import report
 import torch
 
 import cudnn_rs as cd
@@ -402,7 +403,7 @@ def main() -> int:
             f.write(f"# overhead_us,{name},{us:.3f}\n")
     ratios = [r["ratio"] for r in rows if not math.isnan(r["ratio"])]
     if ratios:
-        geo = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
+        geo = report.geo_mean(ratios)
         print(
             f"rows {len(rows)}, worst ratio {max(ratios):.3f}, geometric mean {geo:.3f}"
         )

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import dataclasses
 import math
 import statistics
@@ -46,6 +45,7 @@ import types
 import warnings
 from collections.abc import Callable, Sequence
 
+import report
 import torch
 import torch.nn.functional as F
 import torchvision
@@ -660,7 +660,7 @@ def summary(rows: list[dict]) -> list[str]:
         if not vals:
             lines.append(f"- {what}: no rows")
             continue
-        geo = math.exp(sum(math.log(v) for v, _ in vals) / len(vals))
+        geo = report.geo_mean(v for v, _ in vals)
         worst = sorted(vals, key=lambda t: -t[0])[:4]
         target = f"target geo-mean <= {geo_target}" + (
             f", worst <= {worst_target}" if worst_target else ""
@@ -679,32 +679,12 @@ def summary(rows: list[dict]) -> list[str]:
 
 
 def markdown(rows: list[dict], header: list[str]) -> str:
-    out = [
-        *header,
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + " --- |" * len(COLUMNS),
-    ]
-    out += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
-    out += [
-        "",
+    note = (
         "Step times in ms (median). Ratios: step time over fn+torch dgrad's. Gradient "
         "errors: largest relative error of the norm vs float64, for the cudnn_rs "
-        "Function and for plain PyTorch in the same dtype.",
-        "",
-    ]
-    out += summary(rows)
-    return "\n".join(out) + "\n"
-
-
-def write_csv(path: str, rows: list[dict]) -> None:
-    fields: list[str] = []
-    for r in rows:
-        fields += [k for k in r if k not in fields]
-    with open(path, "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=fields)
-        wr.writeheader()
-        wr.writerows(rows)
+        "Function and for plain PyTorch in the same dtype."
+    )
+    return report.markdown(header, COLUMNS, map(table_row, rows), note, summary(rows))
 
 
 # ---------------------------------------------------------------- main
@@ -785,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
         rec = run_model_variant(mc, v, ctx, args)
         rows.append(rec)
-        write_csv(args.csv, rows)
+        report.write_csv(args.csv, rows)
         print(
             f"[{i + 1}/{len(plan)} {time.perf_counter() - start:5.0f}s] "
             + " | ".join(table_row(rec)),
