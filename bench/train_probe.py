@@ -44,6 +44,8 @@ from train import (
     train_step,
 )
 
+import cudnn_rs as cd
+
 DTYPES = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
 DEFAULT_VARIANTS = (
     "resnet50:f16:nchw,mobilenet_v3_large:f32:nchw,resnet50:tf32:cl,"
@@ -176,11 +178,9 @@ def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]
         engine = ""
         try:
             st = ours._state(x.device)
-            fmt = ours_fmt(mf)
+            fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
             h = st.handle
             fma = dt == torch.float32 and not torch.backends.cudnn.allow_tf32
-            import cudnn_rs as cd
-
             e = h.get_convolution_backward_data_default(
                 cd.Filter.from_dlpack(w, fmt, handle=h),
                 cd.Tensor.from_dlpack(gy, fmt, handle=h),
@@ -203,12 +203,6 @@ def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]
             }
         )
     return rows
-
-
-def ours_fmt(mf):
-    import cudnn_rs as cd
-
-    return cd.NCHW if mf == torch.contiguous_format else cd.NHWC
 
 
 def main(argv=None) -> int:
