@@ -19,8 +19,9 @@ batch, interleaved step by step:
                   Handle(benchmark=True) on PyTorch's current stream; explicit API: a
                   Handle(benchmark=True))
 Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
-b]). Step time: median over --steps steps after --warmup steps per mode, each step
-synchronised. Gradient check: one step with the input gradient on, the cudnn_rs Function
+b]). Step time: median over --steps rounds of one step per mode (after --warmup steps
+per mode), each step synchronised; ratios are paired per round (our step over fn+torch
+dgrad's in the same round), median over rounds. Gradient check: one step with the input gradient on, the cudnn_rs Function
 in the run's dtype vs plain PyTorch in float64 (same weights and input, dropout off):
 the largest relative error of the norm over the input and parameter gradients; plain
 PyTorch in the run's dtype gives the error the dtype alone costs.
@@ -474,9 +475,15 @@ def step_ms(case: Case, backend, device: str) -> float:
         Dispatch.backend = None
 
 
+PAIRS = (("ratio_default", "fn_ours"), ("ratio_measured", "fn_ours_measured"))
+
+
 def time_modes(case: Case, modes: dict, args) -> dict:
     """Warm-up steps per mode, then rounds of one step per mode (so that clock drift
-    hits every mode alike); the median per mode."""
+    hits every mode alike); the median per mode. The ratios are paired: per round,
+    our step over the step of the Function with PyTorch's dgrad in the same round, and
+    the median of those (with the quartiles), so that a slow round (the host-bound
+    steps vary by up to 30% between rounds) does not tilt one mode's median."""
     out: dict = {}
     for name, backend in modes.items():
         first = [step_ms(case, backend, args.device) for _ in range(args.warmup)]
@@ -489,6 +496,16 @@ def time_modes(case: Case, modes: dict, args) -> dict:
             times[name].append(step_ms(case, modes[name], args.device))
     for name, ts in times.items():
         out[f"{name}_ms"] = statistics.median(ts)
+    base = times.get("fn_torch")
+    for key, name in PAIRS:
+        if base is None or name not in times:
+            continue
+        ratios = [a / b for a, b in zip(times[name], base, strict=True) if b > 0]
+        if not ratios:
+            continue
+        out[key] = statistics.median(ratios)
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        out[f"{key}_q1"], out[f"{key}_q3"] = q[0], q[2]
     return out
 
 
@@ -575,9 +592,8 @@ def run_model_variant(mc: ModelCase, v: Variant, ctx: dict, args) -> dict:
     finally:
         Dispatch.backend = None
         set_tf32(True)
-    fn_torch = rec.get("fn_torch_ms", math.nan)
-    rec["ratio_default"] = rec.get("fn_ours_ms", math.nan) / fn_torch
-    rec["ratio_measured"] = rec.get("fn_ours_measured_ms", math.nan) / fn_torch
+    for key, _ in PAIRS:
+        rec.setdefault(key, math.nan)
     return rec
 
 
@@ -618,8 +634,14 @@ def _ms(v) -> str:
     return "-" if not isinstance(v, float) or math.isnan(v) else f"{v:.2f}"
 
 
-def _ratio(v) -> str:
-    return "-" if not isinstance(v, float) or math.isnan(v) else f"{v:.3f}"
+def _ratio(rec: dict, key: str) -> str:
+    v = rec.get(key)
+    if not isinstance(v, float) or math.isnan(v):
+        return "-"
+    q1, q3 = rec.get(f"{key}_q1"), rec.get(f"{key}_q3")
+    if isinstance(q1, float) and isinstance(q3, float):
+        return f"{v:.3f} ({q1:.2f}-{q3:.2f})"
+    return f"{v:.3f}"
 
 
 def _err(v) -> str:
@@ -642,8 +664,8 @@ def table_row(rec: dict) -> list[str]:
         _ms(rec.get("fn_torch_ms")),
         _ms(rec.get("fn_ours_ms")),
         _ms(rec.get("fn_ours_measured_ms")),
-        _ratio(rec["ratio_default"]),
-        _ratio(rec["ratio_measured"]),
+        _ratio(rec, "ratio_default"),
+        _ratio(rec, "ratio_measured"),
         _err(rec.get("grad_err")),
         _err(rec.get("torch_grad_err")),
         check,
@@ -680,8 +702,9 @@ def summary(rows: list[dict]) -> list[str]:
 
 def markdown(rows: list[dict], header: list[str]) -> str:
     note = (
-        "Step times in ms (median). Ratios: step time over fn+torch dgrad's. Gradient "
-        "errors: largest relative error of the norm vs float64, for the cudnn_rs "
+        "Step times in ms (median). Ratios: per round, the step time over fn+torch "
+        "dgrad's in the same round; the median over rounds (quartiles in brackets). "
+        "Gradient errors: largest relative error of the norm vs float64, for the cudnn_rs "
         "Function and for plain PyTorch in the same dtype."
     )
     return report.markdown(header, COLUMNS, map(table_row, rows), note, summary(rows))
@@ -741,8 +764,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = [
         f"# training steps: {gpu}, torch {torch.__version__}, torchvision "
         f"{torchvision.__version__}, cuDNN {torch.backends.cudnn.version()}",
-        f"fn+cudnn_rs default = {ours.how}; measured = {ours_measured.how}; median of "
-        f"{args.steps} steps after {args.warmup} warm-up steps per mode",
+        f"fn+cudnn_rs default = {ours.how}; measured = {ours_measured.how}; "
+        f"{args.steps} rounds of one step per mode after {args.warmup} warm-up steps "
+        "per mode; ratios paired per round",
     ]
     print("\n".join(header), flush=True)
 

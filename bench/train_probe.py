@@ -133,14 +133,20 @@ def profile_step(case, backend) -> dict:
         Dispatch.backend = None
     kernels: collections.Counter = collections.Counter()
     waits: collections.Counter = collections.Counter()
+    # CUDA runtime and driver calls on the host: (count, microseconds) per name.
+    api: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
     spans = []
     for ev in prof.events():
         dev_type = str(getattr(ev, "device_type", ""))
         if dev_type.endswith("CUDA") and ev.time_range.elapsed_us() > 0:
             kernels[ev.name[:90]] += ev.time_range.elapsed_us()
             spans.append((ev.time_range.start, ev.time_range.end))
-        elif any(w in ev.name for w in WAITS):
+            continue
+        if any(w in ev.name for w in WAITS):
             waits[ev.name] += 1
+        if ev.name.startswith("cu"):
+            api[ev.name][0] += 1
+            api[ev.name][1] += ev.time_range.elapsed_us()
     spans.sort()
     busy, end = 0.0, None
     for s, e in spans:  # union of kernel intervals
@@ -159,6 +165,7 @@ def profile_step(case, backend) -> dict:
         "gpu_span_ms": (last - first) / 1e3,
         "kernels": kernels,
         "waits": dict(waits),
+        "api": dict(api),
     }
 
 
@@ -205,6 +212,26 @@ def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]
     return rows
 
 
+def spin(case, backend, seconds: float) -> int:
+    """Steps of one backend for `seconds` (after warm-up), for py-spy to sample."""
+    Dispatch.backend = backend
+    try:
+        for _ in range(5):
+            train_step(case)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        steps = 0
+        while time.perf_counter() - t0 < seconds:
+            train_step(case)
+            steps += 1
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3 / max(steps, 1)
+    finally:
+        Dispatch.backend = None
+    print(f"spin {backend.name}: {steps} steps, {ms:.2f} ms per step", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default=DEFAULT_VARIANTS)
@@ -212,6 +239,13 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", action="store_true", help="time each dgrad alone")
     ap.add_argument("--profile", action="store_true", help="profile one step per mode")
     ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument(
+        "--spin",
+        default="",
+        help="only run steps of this backend (torch, explicit, array, array_measured)"
+        " on the first variant for --seconds, for a sampling profiler",
+    )
+    ap.add_argument("--seconds", type=float, default=15.0)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
@@ -235,6 +269,8 @@ def main(argv=None) -> int:
             "array": ArrayDgrad(False),
             "array_measured": ArrayDgrad(True),
         }
+        if args.spin:
+            return spin(case, backends[args.spin], args.seconds)
         for rnd in range(2):
             for label, be in backends.items():
                 w = wall_steps(case, be, args.steps)
@@ -261,6 +297,12 @@ def main(argv=None) -> int:
         print("kernels differing most (us torch -> ours):")
         for k in diff[: args.top]:
             print(f"  {kt.get(k, 0):9.0f} -> {ko.get(k, 0):9.0f}  {k}")
+        at, ao = res["torch"]["api"], res["ours"]["api"]
+        none = [0, 0.0]
+        print("CUDA API calls on the host (count, us; torch -> ours):")
+        for k in sorted(set(at) | set(ao), key=lambda k: -ao.get(k, none)[1]):
+            (ct, ut), (co, uo) = at.get(k, none), ao.get(k, none)
+            print(f"  {ct:6d} {ut:9.0f} -> {co:6d} {uo:9.0f}  {k}")
         if not args.layers:
             continue
         rec = Recorder()

@@ -5,6 +5,8 @@
 #   bash scripts/gpu_final.sh bench   # broad layer suite and the training-step benchmark
 #   bash scripts/gpu_final.sh all     # pytest on the GPU, then both benchmarks, shorter
 #   bash scripts/gpu_final.sh probe   # where training steps spend their time
+#   bash scripts/gpu_final.sh spy     # py-spy --native on training steps (.carry/tools/
+#                                     # holds the py-spy wheel), CUDA API calls per step
 #   bash scripts/gpu_final.sh bench2  # anchor suite, training steps, broad suite (shorter)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
@@ -80,6 +82,19 @@ verify)
 probe)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
   TAIL=200 run train_probe 420 python3 bench/train_probe.py ${PROBE_ARGS:-}
+  ;;
+spy)  # where the host time of the dgrad calls goes in a training step
+  python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
+  variant=${SPY_VARIANT:-resnet50:f16:nchw}
+  for be in torch array; do
+    # py-spy runs the workload as its child (a parent may trace its child).
+    TAIL=3 run "spy_$be" 150 /tmp/spy/bin/py-spy record --native --rate 400 --format raw \
+      -o "$out/spy_$be.txt" -- python3 bench/train_probe.py --variants "$variant" --spin "$be" --seconds 20
+    python3 bench/spy_report.py "$out/spy_$be.txt" --top 45 >>"$out/spy_$be.log" 2>&1
+    gzip -f "$out/spy_$be.txt"
+  done
+  TAIL=80 run train_probe 200 python3 bench/train_probe.py --variants "$variant" --profile --steps 9
+  TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
   ;;
 all)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
