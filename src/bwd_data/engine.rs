@@ -3,7 +3,7 @@
 //! engine autotuning, and running a plan. The descriptors themselves are built by
 //! [`super::graph`].
 
-use cudarc::driver::{sys::CUdeviceptr, CudaSlice};
+use cudarc::driver::{sys::CUdeviceptr, CudaEvent, CudaSlice};
 
 use super::graph::{self, GraphKey, OpGraph, Plan};
 use crate::context::{alloc_bytes, CudnnContext};
@@ -15,6 +15,14 @@ use crate::problem::{ProblemKey, RawPointers, RawProblem};
 
 /// Calls timed back to back per trial when measuring engines.
 const CALLS_PER_TRIAL: usize = 5;
+/// How many of the fastest plans a timing re-times ([`CudnnContext::refine`]) ...
+const REFINE_TOP: usize = 3;
+/// ... if they are within this factor of the fastest ...
+const REFINE_SPREAD: f32 = 1.15;
+/// ... in trials of this many milliseconds of calls (at least one call) ...
+const REFINE_TRIAL_MS: f32 = 0.5;
+/// ... and at most this many calls.
+const REFINE_MAX_CALLS: usize = 50;
 
 impl CudnnContext {
     pub(crate) fn engine_graph(
@@ -198,9 +206,10 @@ impl CudnnContext {
     /// every other engine (those that fit the descriptor's math type, `deterministic_only`
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
-    /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten times slower than
-    /// the fastest so far on its warm-up is not run again), writing into a scratch `dx`.
-    /// Fastest first.
+    /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten
+    /// times slower than the fastest so far on its warm-up is not run again; the up to
+    /// three within 15% of the fastest are then timed again in turns, in trials of at
+    /// least 0.5 ms), writing into a scratch `dx`. Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -284,8 +293,9 @@ impl CudnnContext {
 
     /// Builds up to `limit` of the engines `sources` list (in their order) that pass
     /// `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up,
-    /// then the best of three trials of five calls) into a scratch `dx`, until `budget` runs out; fastest
-    /// first. Records `(timed, left out)` for [`Self::last_find_report`].
+    /// then the best of three trials of five calls; the close contenders again, see
+    /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first.
+    /// Records `(timed, left out)` for [`Self::last_find_report`].
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -355,47 +365,130 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
-            let mut best = f32::INFINITY;
             // A warm-up call, then three trials of CALLS_PER_TRIAL calls back to back (a
             // single call of a small problem is within the timer's noise): the best
-            // trial's mean.
-            for run in 0..4 {
-                let calls = if run == 0 { 1 } else { CALLS_PER_TRIAL };
-                start.record(&self.stream)?;
-                let mut code = 0;
-                for _ in 0..calls {
-                    // SAFETY: w and dy per the caller; dx and the workspace were allocated
-                    // above with the sizes the graph and this plan need.
-                    code = unsafe { graph::execute(self.lib, self.as_raw(), &plan, &ptrs)? };
-                    if code != 0 {
+            // trial's mean. Ten times slower than the fastest so far even counting its
+            // warm-up: not worth three more runs.
+            // SAFETY: w and dy per the caller; dx and the workspace were allocated above
+            // with the sizes the graph and this plan need.
+            let Some(warm) = (unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? }) else {
+                continue;
+            };
+            let mut best = warm;
+            if warm <= 10.0 * fastest {
+                best = f32::INFINITY;
+                for _ in 0..3 {
+                    // SAFETY: as above.
+                    let trial =
+                        unsafe { self.time_calls(&plan, &ptrs, CALLS_PER_TRIAL, (&start, &end))? };
+                    best = trial.map_or(f32::INFINITY, |ms| best.min(ms));
+                    if best.is_infinite() {
                         break;
                     }
-                }
-                end.record(&self.stream)?;
-                if code != 0 {
-                    best = f32::INFINITY;
-                    break;
-                }
-                end.synchronize()?;
-                #[allow(clippy::cast_precision_loss)] // a handful of calls
-                let ms = start.elapsed_ms(&end)? / calls as f32;
-                if run > 0 {
-                    best = best.min(ms);
-                } else if ms > 10.0 * fastest {
-                    // Ten times slower than the fastest so far even counting its warm-up:
-                    // not worth three more runs.
-                    best = ms;
-                    break;
                 }
             }
             fastest = fastest.min(best);
             if best.is_finite() {
-                found.push((plan.engine().with_time(best), plan.notes));
+                let notes = plan.notes;
+                found.push((plan.engine().with_time(best), notes, plan));
             }
         }
         self.last_find.set((timed, left_out));
         found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
-        Ok(found)
+        if budget.is_none_or(|b| started.elapsed() <= b) {
+            let ws = workspace.as_mut().map(|ws| {
+                let len = ws.len();
+                let (ptr, guard) = GpuBufferMut::device_ptr_mut(ws, &self.stream);
+                ((ptr, len), guard)
+            });
+            let ptrs = RawPointers {
+                w,
+                dy,
+                dx,
+                workspace: ws.as_ref().map_or((0, 0), |(p, _)| *p),
+            };
+            // SAFETY: the workspace is the largest any timed plan needed (it only grows).
+            unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
+        }
+        Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
+    }
+
+    /// The mean time per call of `calls` calls of `plan` back to back, by events; `None`
+    /// when a call fails.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
+    unsafe fn time_calls(
+        &self,
+        plan: &Plan,
+        ptrs: &RawPointers,
+        calls: usize,
+        (start, end): (&CudaEvent, &CudaEvent),
+    ) -> Result<Option<f32>> {
+        start.record(&self.stream)?;
+        let mut code = 0;
+        for _ in 0..calls {
+            // SAFETY: the caller's contract.
+            code = unsafe { graph::execute(self.lib, self.as_raw(), plan, ptrs)? };
+            if code != 0 {
+                break;
+            }
+        }
+        end.record(&self.stream)?;
+        if code != 0 {
+            return Ok(None);
+        }
+        end.synchronize()?;
+        #[allow(clippy::cast_precision_loss)] // at most REFINE_MAX_CALLS calls
+        Ok(Some(start.elapsed_ms(end)? / calls as f32))
+    }
+
+    /// Second look at the close contenders of a timing (`found`, fastest first): the up to
+    /// [`REFINE_TOP`] plans within [`REFINE_SPREAD`] of the fastest are timed again in
+    /// turns (so that a drift of the GPU's clock hits each alike), three trials each of
+    /// enough calls to last [`REFINE_TRIAL_MS`]; each keeps its best trial, and `found`
+    /// is sorted again. Five calls of a short kernel cannot tell apart plans a few
+    /// percent apart; this keeps the measured choice from being the luckiest trial.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for every plan in `found`.
+    unsafe fn refine(
+        &self,
+        found: &mut [(Engine, graph::Notes, std::rc::Rc<Plan>)],
+        ptrs: &RawPointers,
+        events: (&CudaEvent, &CudaEvent),
+    ) -> Result<()> {
+        let Some(fastest) = found.first().map(|f| f.0.time()) else {
+            return Ok(());
+        };
+        let close = found
+            .iter()
+            .take(REFINE_TOP)
+            .take_while(|f| f.0.time() <= fastest * REFINE_SPREAD)
+            .count();
+        if close < 2 || fastest.is_nan() || fastest <= 0.0 {
+            return Ok(());
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
+        let calls = ((REFINE_TRIAL_MS / fastest)
+            .ceil()
+            .clamp(1.0, REFINE_MAX_CALLS as f32)) as usize;
+        let mut best = [f32::INFINITY; REFINE_TOP];
+        for _ in 0..3 {
+            for (f, b) in found.iter().zip(best.iter_mut()).take(close) {
+                // SAFETY: the caller's contract.
+                if let Some(ms) = unsafe { self.time_calls(&f.2, ptrs, calls, events)? } {
+                    *b = b.min(ms);
+                }
+            }
+        }
+        for (f, t) in found.iter_mut().zip(best).take(close) {
+            if t.is_finite() {
+                f.0 = f.0.with_time(t);
+            }
+        }
+        found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
+        Ok(())
     }
 
     /// The graph-API half of [`Self::execute`].

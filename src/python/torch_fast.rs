@@ -243,8 +243,17 @@ pub(crate) fn _torch_input_grad<'py>(
         intern!(py, "new_empty_strided"),
         (PyTuple::new(py, &shape)?, PyTuple::new(py, &strides)?),
     )?;
-    let Some(dx) = api.read(&out) else {
+    // Everything but its address is what was just asked for.
+    let address: usize = out.call_method0(intern!(py, "data_ptr"))?.extract()?;
+    if address == 0 {
         return Ok(None);
+    }
+    let dx = TorchTensor {
+        ordinal: dy.ordinal,
+        dtype: dy.dtype,
+        address,
+        shape,
+        strides,
     };
     let core = |t: TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
         torch_core(py, h, t, obj, Some(format), role, stream)
