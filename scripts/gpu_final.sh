@@ -8,6 +8,8 @@
 #   bash scripts/gpu_final.sh spy     # py-spy --native on training steps (.carry/tools/
 #                                     # holds the py-spy wheel), CUDA API calls per step
 #   bash scripts/gpu_final.sh bench2  # anchor suite, training steps, broad suite (shorter)
+#   bash scripts/gpu_final.sh final   # the GPU tests (pip cuDNN), then the training steps
+#   bash scripts/gpu_final.sh suites  # the anchor suite and the broad suite
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -82,6 +84,18 @@ verify)
 probe)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
   TAIL=200 run train_probe 420 python3 bench/train_probe.py ${PROBE_ARGS:-}
+  ;;
+final)  # one call: the GPU tests on the pip cuDNN, then training steps with 12 rounds
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  memcheck_subset 100
+  TAIL=40 run train 330 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 5.2 --steps 12 --warmup 2
+  ;;
+suites)  # the anchor suite and the broad suite in one call
+  TAIL=12 run perf 170 python3 bench/perf.py --csv "$out/perf.csv"
+  TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
   ;;
 spy)  # where the host time of the dgrad calls goes in a training step
   python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
