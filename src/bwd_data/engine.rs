@@ -407,7 +407,8 @@ impl CudnnContext {
                 dx,
                 workspace: ws.as_ref().map_or((0, 0), |(p, _)| *p),
             };
-            // SAFETY: the workspace is the largest any timed plan needed (it only grows).
+            // SAFETY: w, dy and dx as above; `refine` runs no plan needing more workspace
+            // than this one has.
             unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
         }
         Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
@@ -451,7 +452,8 @@ impl CudnnContext {
     /// percent apart; this keeps the measured choice from being the luckiest trial.
     ///
     /// # Safety
-    /// The addresses in `ptrs` must be valid for every plan in `found`.
+    /// The addresses in `ptrs` must be valid for every plan in `found` (a plan needing
+    /// more workspace than `ptrs` has is skipped).
     unsafe fn refine(
         &self,
         found: &mut [(Engine, graph::Notes, std::rc::Rc<Plan>)],
@@ -476,7 +478,10 @@ impl CudnnContext {
         let mut best = [f32::INFINITY; REFINE_TOP];
         for _ in 0..3 {
             for (f, b) in found.iter().zip(best.iter_mut()).take(close) {
-                // SAFETY: the caller's contract.
+                if f.2.workspace > ptrs.workspace.1 {
+                    continue; // the workspace was given up (out of memory) after its time
+                }
+                // SAFETY: the caller's contract; the workspace is large enough (above).
                 if let Some(ms) = unsafe { self.time_calls(&f.2, ptrs, calls, events)? } {
                     *b = b.min(ms);
                 }
