@@ -82,10 +82,9 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
         turn[0] = (turn[0] + 1) % 8
         cd.conv_input_grad(tuple(x.shape), w, dys[turn[0]], 1, 1)
 
-    def torch_dgrad_turns() -> None:
-        turn[0] = (turn[0] + 1) % 8
+    def torch_dgrad_of(g: torch.Tensor) -> None:
         torch.ops.aten.convolution_backward(
-            dys[turn[0]],
+            g,
             x,
             w,
             None,
@@ -98,20 +97,12 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
             [True, False, False],
         )
 
+    def torch_dgrad_turns() -> None:
+        turn[0] = (turn[0] + 1) % 8
+        torch_dgrad_of(dys[turn[0]])
+
     def torch_dgrad() -> None:
-        torch.ops.aten.convolution_backward(
-            dy,
-            x,
-            w,
-            None,
-            [1, 1],
-            [1, 1],
-            [1, 1],
-            False,
-            [0, 0],
-            1,
-            [True, False, False],
-        )
+        torch_dgrad_of(dy)
 
     for name, f in [
         ("torch dgrad (aten.convolution_backward)", torch_dgrad),
