@@ -23,6 +23,71 @@ const REFINE_SPREAD: f32 = 1.15;
 const REFINE_TRIAL_MS: f32 = 0.5;
 /// ... and at most this many calls.
 const REFINE_MAX_CALLS: usize = 50;
+/// The measured tier times the other knob settings of the engines whose first setting came
+/// within this factor of the fastest (see [`CudnnContext::time_engines`]).
+const STAGE_SPREAD: f32 = 1.1;
+/// A plan whose trial is slower than the fastest so far by more than this factor is not
+/// a contender: its other trials are skipped (well outside [`REFINE_SPREAD`], so that a
+/// plan a later look could pick is never cut by one noisy trial).
+const CONTENDER_SPREAD: f32 = 1.3;
+
+/// The order in which a timing takes the configurations a heuristic listed (their engine
+/// indices, in the heuristic's order): all of them in order, or staged: each engine's
+/// first-ranked setting, then the other settings of the engines found close to the
+/// fastest (the others are ruled out, not cut).
+struct Schedule {
+    engines: Vec<i64>,
+    first: Vec<bool>,
+    queue: Vec<usize>,
+    next: usize,
+    second_stage: bool,
+}
+
+impl Schedule {
+    fn new(engines: Vec<i64>, staged: bool) -> Self {
+        let first: Vec<bool> = engines
+            .iter()
+            .enumerate()
+            .map(|(i, e)| !engines[..i].contains(e))
+            .collect();
+        let queue = (0..engines.len())
+            .filter(|&i| !staged || first[i])
+            .collect();
+        Self {
+            engines,
+            first,
+            queue,
+            next: 0,
+            second_stage: !staged,
+        }
+    }
+
+    /// The next configuration to time; when the first stage is done, `close` names the
+    /// engines whose other settings the second stage takes.
+    fn next(&mut self, close: impl FnOnce() -> Vec<i64>) -> Option<usize> {
+        if self.next == self.queue.len() && !self.second_stage {
+            self.second_stage = true;
+            let close = close();
+            let (engines, first) = (&self.engines, &self.first);
+            self.queue
+                .extend((0..engines.len()).filter(|&i| !first[i] && close.contains(&engines[i])));
+        }
+        let i = *self.queue.get(self.next)?;
+        self.next += 1;
+        Some(i)
+    }
+
+    /// How many configurations stopping now leaves out: what is left in the queue and,
+    /// before the second stage, every other setting (that stage could have taken them).
+    fn left(&self) -> usize {
+        let later = if self.second_stage {
+            0
+        } else {
+            self.first.iter().filter(|f| !**f).count()
+        };
+        self.queue.len() - self.next + later
+    }
+}
 
 impl CudnnContext {
     pub(crate) fn engine_graph(
@@ -207,9 +272,10 @@ impl CudnnContext {
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
     /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten
-    /// times slower than the fastest so far on its warm-up is not run again; the up to
-    /// three within 15% of the fastest are then timed again in turns, in trials of at
-    /// least 0.5 ms), writing into a scratch `dx`. Fastest first.
+    /// times slower than the fastest so far on its warm-up is not run again, and one 30%
+    /// slower on a trial gets no more trials; the up to three within 15% of the fastest
+    /// are then timed again in turns, in trials of at least 0.5 ms), writing into a
+    /// scratch `dx`. Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -291,11 +357,15 @@ impl CudnnContext {
             .collect())
     }
 
-    /// Builds up to `limit` of the engines `sources` list (in their order) that pass
-    /// `accept` and fit `max_workspace`, and times each on the given inputs (one warm-up,
-    /// then the best of three trials of five calls; the close contenders again, see
+    /// Builds up to `limit` of the engine configurations `sources` list that pass `accept`
+    /// and fit `max_workspace`, and times each on the given inputs (one warm-up, then the
+    /// best of up to three trials of five calls; the close contenders again, see
     /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first.
-    /// Records `(timed, left out)` for [`Self::last_find_report`].
+    /// `Sources::Exhaustive` takes the configurations in their order; the others in two
+    /// stages: first each engine's first-ranked knob setting, then the other settings of
+    /// the engines within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap,
+    /// and the settings that can win are still reached). Records `(timed, left out by
+    /// the limit or the budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -328,11 +398,25 @@ impl CudnnContext {
         let mut found = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
-        for (i, c) in configs.iter().enumerate() {
+        let staged = sources != graph::Sources::Exhaustive;
+        let mut schedule =
+            Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
+        loop {
+            let close = |found: &[(Engine, graph::Notes, std::rc::Rc<Plan>)]| {
+                found
+                    .iter()
+                    .filter(|f| f.0.time() <= STAGE_SPREAD * fastest)
+                    .map(|f| f.0.config().index())
+                    .collect::<Vec<_>>()
+            };
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
-                left_out = configs.len() - i;
+                left_out = schedule.left();
                 break;
             }
+            let Some(i) = schedule.next(|| close(&found)) else {
+                break;
+            };
+            let c = &configs[i];
             // An engine the heuristic lists may still refuse to build: skip it.
             let Ok(Some(plan)) = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept)
             else {
@@ -365,10 +449,11 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
-            // A warm-up call, then three trials of CALLS_PER_TRIAL calls back to back (a
-            // single call of a small problem is within the timer's noise): the best
-            // trial's mean. Ten times slower than the fastest so far even counting its
-            // warm-up: not worth three more runs.
+            // A warm-up call, then up to three trials of CALLS_PER_TRIAL calls back to
+            // back (a single call of a small problem is within the timer's noise): the
+            // best trial's mean. Ten times slower than the fastest so far even counting
+            // its warm-up: not worth a trial; a trial CONTENDER_SPREAD slower than the
+            // fastest: not worth two more (this keeps a first sight cheap).
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
             let Some(warm) = (unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? }) else {
@@ -382,7 +467,7 @@ impl CudnnContext {
                     let trial =
                         unsafe { self.time_calls(&plan, &ptrs, CALLS_PER_TRIAL, (&start, &end))? };
                     best = trial.map_or(f32::INFINITY, |ms| best.min(ms));
-                    if best.is_infinite() {
+                    if best.is_infinite() || best > CONTENDER_SPREAD * fastest {
                         break;
                     }
                 }
@@ -539,5 +624,50 @@ impl CudnnContext {
                 format!("running graph-API {} for {}", plan.config, p.describe()),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Schedule;
+
+    /// Every configuration the schedule hands out, with `close` as the engines near the
+    /// fastest after the first stage.
+    fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
+        let mut s = Schedule::new(engines.to_vec(), staged);
+        std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
+    }
+
+    #[test]
+    fn exhaustive_takes_every_configuration_in_order() {
+        assert_eq!(
+            order(&[67, 67, 71, 67, 71, 5], false, &[]),
+            [0, 1, 2, 3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn staged_takes_first_settings_then_the_close_engines_other_settings() {
+        let engines = [67, 67, 71, 67, 71, 5, 71];
+        assert_eq!(order(&engines, true, &[71]), [0, 2, 5, 4, 6]);
+        assert_eq!(order(&engines, true, &[67, 71]), [0, 2, 5, 1, 3, 4, 6]);
+        assert_eq!(order(&engines, true, &[]), [0, 2, 5]);
+    }
+
+    #[test]
+    fn a_cut_counts_what_the_second_stage_could_still_take() {
+        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], true);
+        assert_eq!(s.left(), 5);
+        assert_eq!(s.next(Vec::new), Some(0));
+        assert_eq!(s.left(), 4);
+        assert_eq!(s.next(Vec::new), Some(2));
+        // First stage done, second not started: the three other settings may still come.
+        assert_eq!(s.left(), 3);
+        assert_eq!(s.next(|| vec![71]), Some(3));
+        // The second stage took 71's two others; 67's other one is ruled out, not cut.
+        assert_eq!(s.left(), 1);
+        assert_eq!(s.next(Vec::new), Some(4));
+        assert_eq!(s.left(), 0);
+        assert_eq!(s.next(Vec::new), None);
     }
 }

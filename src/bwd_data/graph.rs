@@ -361,11 +361,16 @@ fn heuristic(
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
         .collect::<Result<Vec<_>>>()?;
     let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
+    // Knob choices are read into these, one configuration after another (one more than
+    // a configuration may hold, to tell an overflow).
+    let knobs = (0..=MAX_KNOBS)
+        .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
+        .collect::<Result<Vec<_>>>()?;
     Ok(cfgs
         .into_iter()
         .take(filled)
         .filter_map(|cfg| {
-            let config = read_config(lib, &cfg).ok()?;
+            let config = read_config(lib, &cfg, &knobs).ok()?;
             Some(Candidate {
                 config,
                 desc: Some(cfg),
@@ -383,24 +388,24 @@ pub(crate) struct Candidate {
     pub desc: Option<Desc>,
 }
 
-/// The engine index and knob choices of a finalized engine configuration.
-fn read_config(lib: &'static CudnnLibrary, cfg: &Desc) -> Result<EngineConfig> {
+/// The engine index and knob choices of a finalized engine configuration, the choices
+/// read into `scratch` (knob-choice descriptors, more than [`MAX_KNOBS`]). cuDNN answers a
+/// count-only query for the knob choices with 0, so they are read into descriptors
+/// made beforehand, as cudnn-frontend does; counting first lost every knob, which
+/// made all settings of an engine one candidate.
+fn read_config(lib: &'static CudnnLibrary, cfg: &Desc, scratch: &[Desc]) -> Result<EngineConfig> {
     let engine = [Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?];
     cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_ENGINE, &engine)?;
     let index = engine[0].get_i64(Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX)?;
-    let count = cfg.count_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES)?;
-    if count > MAX_KNOBS {
+    let n = cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, scratch)?;
+    if n > MAX_KNOBS {
         return Err(Error::cudnn(
             CudnnError::NotSupported,
             format!("engine {index} has more than {MAX_KNOBS} knobs"),
         ));
     }
-    let choices = (0..count)
-        .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
-        .collect::<Result<Vec<_>>>()?;
-    let n = cfg.get_descs(Attr::CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, &choices)?;
     let mut knobs = Vec::with_capacity(n);
-    for c in &choices[..n] {
+    for c in &scratch[..n] {
         let kind = c.get_enums(
             Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
             Ty::CUDNN_TYPE_KNOB_TYPE,

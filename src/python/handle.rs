@@ -405,8 +405,9 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (best of three trials of five calls after a warm-up; the up to three
-    /// within 15% of the fastest again, in turns, in trials of at least 0.5 ms) into a
+    /// times each (best of three trials of five calls after a warm-up, fewer for one 30%
+    /// slower than the fastest; the up to three within 15% of the fastest again, in
+    /// turns, in trials of at least 0.5 ms) into a
     /// scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).

@@ -481,6 +481,33 @@ def test_graph_api_engines_on_gpu(
             )
 
 
+def test_engine_find_reaches_every_knob_setting(
+    gpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    """The engine find times each knob setting the heuristics rank, not one per engine
+    (cuDNN lists several settings of its fastest f16 NHWC engines); each result is one
+    configuration, and a setting other than an engine's first runs correctly on a fresh
+    handle (built from its index and knobs, as a loaded cache builds it)."""
+    row = require_row(dtype="f16", comp="f32", dy_format="NHWC", dx_format="NHWC")
+    case = case_2d((8, 64, 14, 14), (64, 64, 3, 3), padding=(1, 1))
+    problem = make_problem(gpu, row, case, rng)
+    found = gpu.find_convolution_backward_data_engine(
+        problem.w, problem.dy, problem.dx, problem.conv, budget_ms=None, use_cache=False
+    )
+    configs = [(e.index, tuple(e.knobs)) for e in found]
+    assert len(set(configs)) == len(configs), configs
+    settings: dict[int, list[cd.Engine]] = {}
+    for e in found:
+        settings.setdefault(e.index, []).append(e)
+    several = [es for es in settings.values() if len(es) > 1]
+    assert several, f"one knob setting per engine: {configs}"
+    fresh = cd.Handle()
+    for engine in (several[0][0], several[0][-1]):
+        again = make_problem(fresh, row, case, rng, poison_dx=True)
+        got = run_backward_data(fresh, again, engine)
+        assert_close(got, again.expected(), row.dx_dtype, f"{engine!r}")
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
 def test_engine_choice_follows_math_type_and_determinism(
     gpu: cd.Handle, rng: np.random.Generator, dtype: str
