@@ -15,9 +15,8 @@ batch, interleaved step by step:
   fn+ours         the same Function with cudnn_rs's default choice through
                   cudnn_rs.conv_input_grad, as cudnn_rs.torch runs it (--device cpu, or
                   builds without it: the explicit API with DefaultAlgo / BestEngine)
-  fn+ours meas.   the same with the measured tier (conv_input_grad with handle= a
-                  Handle(benchmark=True) on PyTorch's current stream; explicit API: a
-                  Handle(benchmark=True))
+  fn+ours meas.   the same with the measured tier (conv_input_grad(benchmark=True);
+                  explicit API: a Handle(benchmark=True))
 Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
 b]). Step time: median over --steps rounds of one step per mode (after --warmup steps
 per mode), each step synchronised; ratios are paired per round (our step over fn+torch
@@ -314,33 +313,23 @@ class OursDgrad:
 
 class ArrayDgrad:
     """cudnn_rs.conv_input_grad, as cudnn_rs.torch calls it: PyTorch's tensors, stream
-    and allocator; the default choice, or (measured) the measured tier: a
-    Handle(benchmark=True) on PyTorch's current stream, passed as handle=."""
+    and allocator; the default choice, or (measured) the measured tier
+    (benchmark=True)."""
 
     def __init__(self, measured: bool) -> None:
         self.measured = measured
         self.name = "fn+ours measured" if measured else "fn+ours"
         self.how = (
-            "conv_input_grad(handle=Handle(stream=current, benchmark=True))"
+            "conv_input_grad(benchmark=True)"
             if measured
             else "conv_input_grad (default choice)"
         )
-        self.handles: dict[tuple[int, int], cd.Handle] = {}
-
-    def _handle(self, device: torch.device) -> cd.Handle:
-        stream = torch.cuda.current_stream(device)
-        key = (device.index or 0, stream.cuda_stream)
-        h = self.handles.get(key)
-        if h is None:
-            h = cd.Handle(device=key[0], stream=stream, benchmark=True)
-            self.handles[key] = h
-        return h
 
     def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
         args = (spec.stride, spec.padding, spec.dilation, spec.groups)
         if not self.measured:
             return cd.conv_input_grad(x.shape, w, gy, *args)
-        return cd.conv_input_grad(x.shape, w, gy, *args, handle=self._handle(x.device))
+        return cd.conv_input_grad(x.shape, w, gy, *args, benchmark=True)
 
 
 class ConvFn(torch.autograd.Function):

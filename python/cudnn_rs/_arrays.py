@@ -44,7 +44,7 @@ _FLOAT_NAMES = "float32, float64, float16 or bfloat16"
 # per stream keeps concurrent callers on different streams apart, and its workspace
 # and plan caches warm. Bounded: the oldest entry goes first.
 _MAX_HANDLES = 32
-_handles: dict[tuple[int, int | None], Handle] = {}
+_handles: dict[tuple[int, int | None, bool], Handle] = {}
 _cpu_handle: list[Handle] = []
 # ConvolutionDescriptors by (padding, stride, dilation, groups, mode, comp, math).
 _MAX_DESCRIPTORS = 256
@@ -130,14 +130,16 @@ def _cpu() -> Handle:
     return _cpu_handle[0]
 
 
-def _cuda_handle(ordinal: int, stream: Any | None, raw: int | None) -> Handle:
-    key = (ordinal, raw)
+def _cuda_handle(
+    ordinal: int, stream: Any | None, raw: int | None, benchmark: bool = False
+) -> Handle:
+    key = (ordinal, raw, benchmark)
     h = _handles.get(key)
     if h is None:
         with _lock:
             h = _handles.get(key)
             if h is None:
-                h = Handle(device=ordinal, stream=stream)
+                h = Handle(device=ordinal, stream=stream, benchmark=benchmark)
                 if len(_handles) >= _MAX_HANDLES:
                     _handles.pop(next(iter(_handles)))
                 _handles[key] = h
@@ -368,6 +370,7 @@ def conv_input_grad(
     math: MathType | None = None,
     handle: Handle | None = None,
     out: _A | None = None,
+    benchmark: bool = False,
 ) -> _A:
     """The gradient of ``conv2d``/``conv3d(input, weight, ...)`` with respect to
     ``input`` (of shape ``input_shape``), given ``grad_output``: PyTorch's
@@ -399,13 +402,27 @@ def conv_input_grad(
     decides (True: ``MathType.Default``, which allows TF32; False: ``MathType.Fma``);
     otherwise ``MathType.Default``. ``algo=None``: the library's default choice, as
     the one-call ``convolution_backward_data`` (the same in every process; for the
-    measured tier, pass ``handle=Handle(stream=torch.cuda.current_stream(),
-    benchmark=True)``).
+    measured tier, pass ``benchmark=True``).
+
+    ``benchmark=True``: the measured tier, as PyTorch's ``cudnn.benchmark``: the first
+    call of a problem times the candidates on scratch buffers (never ``out`` or the
+    result) and later calls of that problem, in this process, run the fastest; on the
+    same cached per-(device, stream) handles, so it costs a call no more host time
+    than the default. Its choice can differ between processes. With ``handle=``, the
+    handle's own ``benchmark`` setting decides instead, so passing both is a
+    ``ValueError``. The CPU reference device has one algorithm and ignores it.
 
     ``out``: an array of ``grad_output``'s library (not JAX), of shape
     ``input_shape``, grad_output's dtype and device, dense, not overlapping the
     inputs; checked before anything runs, and left untouched when the call fails.
     """
+    if benchmark is not False and benchmark is not True:
+        raise TypeError(f"benchmark must be a bool, got {_describe(benchmark)}")
+    if benchmark and handle is not None:
+        raise ValueError(
+            "benchmark=True applies to the handles conv_input_grad keeps; with "
+            "handle=, set that handle's benchmark (Handle(..., benchmark=True)) instead"
+        )
     if (
         out is None
         and algo is None
@@ -417,7 +434,15 @@ def conv_input_grad(
         # given): one native call (None: anything else, which the general path below
         # handles and reports).
         fast = _torch_input_grad(
-            input_shape, weight, grad_output, stride, padding, dilation, groups, handle
+            input_shape,
+            weight,
+            grad_output,
+            stride,
+            padding,
+            dilation,
+            groups,
+            handle,
+            benchmark,
         )
         if fast is not None:
             return fast  # type: ignore[no-any-return]
@@ -456,10 +481,10 @@ def conv_input_grad(
     elif dev[0] == "cpu":
         h = _cpu()
     elif dev[1] < 0:
-        h = _cuda_handle(0, None, None)
+        h = _cuda_handle(0, None, None, benchmark)
     else:
         stream, raw = _producer_stream(grad_output, lib, dev[1])
-        h = _cuda_handle(dev[1], stream, raw)
+        h = _cuda_handle(dev[1], stream, raw, benchmark)
         own_stream = raw is not None
 
     dy = _import(grad_output, Tensor, lib, h, own_stream)

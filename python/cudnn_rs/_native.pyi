@@ -3369,11 +3369,12 @@ def _torch_input_grad(
     dilation: Any,
     groups: Any,
     handle: Handle | None = None,
+    benchmark: bool = False,
 ) -> Any | None:
     """``conv_input_grad``'s PyTorch path in one call: the input gradient of PyTorch
     CUDA tensors as a new PyTorch tensor, on PyTorch's current stream with the default
-    choice (or on ``handle``, when it issues to that stream); None for any other
-    operands (the general path then runs)."""
+    choice (measured with ``benchmark``; or on ``handle``, when it issues to that
+    stream); None for any other operands (the general path then runs)."""
 
 BOUND_CUDNN_VERSION: Final[tuple[int, int, int]]
 """The cuDNN version (major, minor, patch) the crate's bindings are written against."""

@@ -22,8 +22,9 @@ use crate::tensor::{Format, Role};
 
 // ---------------------------------------------------------------- conv_input_grad
 
-/// Handles by (device, PyTorch stream address); each keeps PyTorch's stream object.
-type HandleCache = BoundedCache<(usize, usize), Py<PyHandle>>;
+/// Handles by (device, PyTorch stream address, benchmarking); each keeps PyTorch's stream
+/// object.
+type HandleCache = BoundedCache<(usize, usize, bool), Py<PyHandle>>;
 static HANDLES: Mutex<Option<HandleCache>> = Mutex::new(None);
 const MAX_HANDLES: usize = 32;
 
@@ -52,8 +53,9 @@ fn handle_for(
     api: &TorchApi,
     ordinal: usize,
     stream: usize,
+    benchmark: bool,
 ) -> PyResult<Py<PyHandle>> {
-    let key = (ordinal, stream);
+    let key = (ordinal, stream, benchmark);
     {
         let mut guard = HANDLES
             .lock()
@@ -63,11 +65,12 @@ fn handle_for(
             return Ok(h.clone_ref(py));
         }
     }
-    // A new handle on PyTorch's current stream, made as `Handle(device, stream=...)`
-    // makes it (the stream object is kept alive by the handle).
+    // A new handle on PyTorch's current stream, made as `Handle(device, stream=...,
+    // benchmark=...)` makes it (the stream object is kept alive by the handle).
     let stream_obj = api.current_stream(py, ordinal)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("stream", stream_obj)?;
+    kwargs.set_item("benchmark", benchmark)?;
     let h: Py<PyHandle> = py
         .get_type::<PyHandle>()
         .call((ordinal,), Some(&kwargs))?
@@ -141,13 +144,14 @@ fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
 /// `conv_input_grad` for PyTorch CUDA tensors with the defaults (no `out`, `algo` or
 /// `math`; cross-correlation): the input gradient as a new PyTorch tensor in
 /// grad_output's layout, computed on PyTorch's current stream with the library's default
-/// choice; or on `handle` (its choice: measured with `benchmark=True`), when that
-/// handle is on the tensors' device and issues to PyTorch's current stream. `None` when
+/// choice (measured with `benchmark`, on handles of their own); or on `handle` (its
+/// choice: measured with its `benchmark`), when that handle is on the tensors' device and
+/// issues to PyTorch's current stream. `None` when
 /// the operands are anything else, or anything is unusual (other devices, dtypes or
 /// ranks, strides that are neither layout, bad parameters, a handle of another stream):
 /// the general path then runs and reports.
 #[pyfunction]
-#[pyo3(signature = (input_shape, weight, grad_output, stride, padding, dilation, groups, handle = None))]
+#[pyo3(signature = (input_shape, weight, grad_output, stride, padding, dilation, groups, handle = None, benchmark = false))]
 pub(crate) fn _torch_input_grad<'py>(
     py: Python<'py>,
     input_shape: &Bound<'py, PyAny>,
@@ -158,6 +162,7 @@ pub(crate) fn _torch_input_grad<'py>(
     dilation: &Bound<'py, PyAny>,
     groups: &Bound<'py, PyAny>,
     handle: Option<&Bound<'py, PyHandle>>,
+    benchmark: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let Some(api) = torch_api(py) else {
         return Ok(None);
@@ -220,7 +225,7 @@ pub(crate) fn _torch_input_grad<'py>(
 
     let stream = api.current_raw_stream(py, dy.ordinal)?;
     let handle = match handle {
-        None => handle_for(py, api, dy.ordinal, stream)?,
+        None => handle_for(py, api, dy.ordinal, stream, benchmark)?,
         Some(h) => {
             let same_device = h.get().inner.device == super::device::DeviceId::Cuda(dy.ordinal);
             let ours = h

@@ -129,6 +129,22 @@ def test_explicit_algorithm_and_handle(
     assert_close(gx, ref, "f32", "math=Fma")
 
 
+def test_benchmark_gives_the_same_gradient_and_refuses_a_handle(
+    rng: np.random.Generator, cpu: cd.Handle
+) -> None:
+    """``benchmark=True`` (the measured tier on conv_input_grad's own handles): the same
+    gradient (the CPU device has one algorithm); with ``handle=`` the handle's own
+    setting decides, so both at once is refused, as is a non-bool."""
+    w, dy, x_shape, _p, ref = _case(rng, CASES[1], "f32")
+    args = (_p.stride, _p.padding, _p.dilation, _p.groups)
+    gx = cd.conv_input_grad(x_shape, w, dy, *args, benchmark=True)
+    assert_close(gx, ref, "f32", "benchmark=True")
+    with pytest.raises(ValueError, match="Handle"):
+        cd.conv_input_grad(x_shape, w, dy, *args, handle=cpu, benchmark=True)
+    with pytest.raises(TypeError, match="benchmark must be a bool"):
+        cd.conv_input_grad(x_shape, w, dy, *args, benchmark=1)  # type: ignore[arg-type]
+
+
 def test_cudnn_rs_operands_give_a_tensor(
     rng: np.random.Generator, cpu: cd.Handle
 ) -> None:

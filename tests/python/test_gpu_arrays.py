@@ -144,6 +144,32 @@ def test_torch_fast_path_runs_the_defaults_and_declines_the_rest(
     assert_close(got.cpu().numpy(), ref, "f32", "handle on another stream")
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_torch_benchmark_runs_the_measured_tier_on_the_fast_path(
+    rng: np.random.Generator, torch: ModuleType, no_tf32: Any, channels_last: bool
+) -> None:
+    """``benchmark=True`` on PyTorch tensors: equal to PyTorch's dgrad on the first
+    call (which measures) and on the next (which runs the kept choice), and answered by
+    the one native call (not the general path)."""
+    from cudnn_rs import _native
+
+    x_shape, w_shape, dy_shape, p = _params(CASES["2d"])
+    w = torch.from_numpy(nonzero_values(rng, w_shape, "f32")).cuda()
+    dy = torch.from_numpy(nonzero_values(rng, dy_shape, "f32")).cuda()
+    if channels_last:
+        w = w.contiguous(memory_format=torch.channels_last)
+        dy = dy.contiguous(memory_format=torch.channels_last)
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    ref = _torch_ref(torch, x_shape, w, dy, p).cpu().numpy()
+    for call in ("first (measures)", "second (kept choice)"):
+        got = cd.conv_input_grad(x_shape, w, dy, *args, benchmark=True)
+        assert isinstance(got, torch.Tensor)
+        assert_close(got.cpu().numpy(), ref, "f32", f"benchmark=True, {call}")
+    fast = _native._torch_input_grad(x_shape, w, dy, *args, None, True)
+    assert isinstance(fast, torch.Tensor), "benchmark=True left the native path"
+    assert_close(fast.cpu().numpy(), ref, "f32", "native path, benchmark=True")
+
+
 def test_torch_fast_path_follows_the_current_stream(
     rng: np.random.Generator, torch: ModuleType, no_tf32: Any
 ) -> None:
