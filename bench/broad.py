@@ -653,6 +653,11 @@ class Ours:
                 holder[0]()
 
         out = {"ours_measured_first_ms": timer.first_call_ms(first)}
+        if self.hm is not None and hasattr(self.hm, "last_find_report"):
+            # How many configurations the first sight timed, and how many it cut.
+            out["ours_measured_timed"], out["ours_measured_cut"] = (
+                self.hm.last_find_report()
+            )
         return out | self._check_and_time("ours_measured", holder[0], dx, p, timer)
 
     def one_call(self, p: Problem, timer: Timer) -> dict:
