@@ -137,6 +137,15 @@ impl Desc {
         Ok(v[0])
     }
 
+    /// A scalar enum attribute (cuDNN refuses a request for more than one element of
+    /// a scalar attribute).
+    pub(crate) fn get_enum(&self, name: Attr, ty: Ty) -> Result<u32> {
+        let mut v = [0u32];
+        // SAFETY: one 32-bit enum element.
+        unsafe { self.get_raw(name, ty, &mut v) }?;
+        Ok(v[0])
+    }
+
     pub(crate) fn get_enums(&self, name: Attr, ty: Ty) -> Result<Vec<u32>> {
         let mut v = [0u32; 32];
         // SAFETY: 32-bit enum elements.

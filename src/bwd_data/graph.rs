@@ -370,7 +370,11 @@ fn heuristic(
         .into_iter()
         .take(filled)
         .filter_map(|cfg| {
-            let config = read_config(lib, &cfg, &knobs).ok()?;
+            // Knobs that cannot be read leave the engine alone as its identity (the plan
+            // is still built from the heuristic's own descriptor).
+            let config = read_config(lib, &cfg, &knobs)
+                .or_else(|_| read_config(lib, &cfg, &[]))
+                .ok()?;
             Some(Candidate {
                 config,
                 desc: Some(cfg),
@@ -406,12 +410,12 @@ fn read_config(lib: &'static CudnnLibrary, cfg: &Desc, scratch: &[Desc]) -> Resu
     }
     let mut knobs = Vec::with_capacity(n);
     for c in &scratch[..n] {
-        let kind = c.get_enums(
+        let kind = c.get_enum(
             Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
             Ty::CUDNN_TYPE_KNOB_TYPE,
         )?;
         let value = c.get_i64(Attr::CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE)?;
-        knobs.push((kind.first().copied().unwrap_or(0), value));
+        knobs.push((kind, value));
     }
     EngineConfig::new(index, &knobs)
         .ok_or_else(|| Error::cudnn(CudnnError::NotSupported, "an engine with too many knobs"))
