@@ -27,9 +27,10 @@ const REFINE_MAX_CALLS: usize = 50;
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
 const STAGE_SPREAD: f32 = 1.1;
 /// A plan whose trial is slower than the fastest so far by more than this factor is not
-/// a contender: its other trials are skipped (well outside [`REFINE_SPREAD`], so that a
-/// plan a later look could pick is never cut by one noisy trial).
-const CONTENDER_SPREAD: f32 = 1.3;
+/// a contender: its other trials are skipped. Far outside [`REFINE_SPREAD`]: some engines
+/// run their first trials after the warm-up call 1.5-2x slower than they settle at (on
+/// the H200, a grouped f32 NCHW engine at 0.36 ms in its first trials, 0.23 ms later).
+const CONTENDER_SPREAD: f32 = 2.0;
 
 /// The order in which a timing takes the configurations a heuristic listed (their engine
 /// indices, in the heuristic's order): all of them in order, or staged: each engine's
@@ -272,8 +273,8 @@ impl CudnnContext {
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
     /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten
-    /// times slower than the fastest so far on its warm-up is not run again, and one 30%
-    /// slower on a trial gets no more trials; the up to three within 15% of the fastest
+    /// times slower than the fastest so far on its warm-up is not run again, and one twice
+    /// as slow on a trial gets no more trials; the up to three within 15% of the fastest
     /// are then timed again in turns, in trials of at least 0.5 ms), writing into a
     /// scratch `dx`. Fastest first.
     ///
@@ -303,6 +304,7 @@ impl CudnnContext {
                 &accept,
                 limit,
                 graph::Sources::Exhaustive,
+                false,
                 budget,
             )?
         };
@@ -338,6 +340,7 @@ impl CudnnContext {
                 &|_| true,
                 64,
                 graph::Sources::Exhaustive,
+                false,
                 None,
             )?
         };
@@ -361,11 +364,11 @@ impl CudnnContext {
     /// and fit `max_workspace`, and times each on the given inputs (one warm-up, then the
     /// best of up to three trials of five calls; the close contenders again, see
     /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first.
-    /// `Sources::Exhaustive` takes the configurations in their order; the others in two
-    /// stages: first each engine's first-ranked knob setting, then the other settings of
-    /// the engines within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap,
-    /// and the settings that can win are still reached). Records `(timed, left out by
-    /// the limit or the budget)` for [`Self::last_find_report`].
+    /// The configurations are taken in their order, or, `staged`, in two stages: first
+    /// each engine's first-listed knob setting, then the other settings of the engines
+    /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
+    /// that can win are still reached). Records `(timed, left out by the limit or the
+    /// budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -379,6 +382,7 @@ impl CudnnContext {
         accept: &dyn Fn(&graph::Notes) -> bool,
         limit: usize,
         sources: graph::Sources,
+        staged: bool,
         budget: Option<std::time::Duration>,
     ) -> Result<Vec<(Engine, graph::Notes)>> {
         let started = std::time::Instant::now();
@@ -398,7 +402,6 @@ impl CudnnContext {
         let mut found = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
-        let staged = sources != graph::Sources::Exhaustive;
         let mut schedule =
             Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
         loop {
@@ -452,8 +455,8 @@ impl CudnnContext {
             // A warm-up call, then up to three trials of CALLS_PER_TRIAL calls back to
             // back (a single call of a small problem is within the timer's noise): the
             // best trial's mean. Ten times slower than the fastest so far even counting
-            // its warm-up: not worth a trial; a trial CONTENDER_SPREAD slower than the
-            // fastest: not worth two more (this keeps a first sight cheap).
+            // its warm-up: not worth a trial; a trial CONTENDER_SPREAD times the fastest:
+            // not worth two more (this keeps a first sight cheap).
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
             let Some(warm) = (unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? }) else {

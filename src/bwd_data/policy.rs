@@ -104,7 +104,12 @@ impl CudnnContext {
     }
 
     /// Times the candidates of the default choice on scratch operands (never the caller's
-    /// memory): the fastest engine.
+    /// memory): the engines the heuristics rank, each knob setting of those close to the
+    /// fastest (staged, see [`Self::time_engines`]); the fastest. Engines the heuristics
+    /// leave out are left to the engine find: on the H200 (`bench/candidates.py`, three
+    /// layers) they won none, and with them the first sight of a 3-d f16 layer timed 41
+    /// configurations in 929 ms (the ranked ones alone, in the broad suite's run with a
+    /// tighter trial cut: 29 in 322 ms).
     pub(crate) fn measure_default(&self, p: &RawProblem<'_>, math: MathType) -> Result<Engine> {
         let w: CudaSlice<u8> = self.stream.alloc_zeros(p.w.nbytes().max(1))?;
         let dy: CudaSlice<u8> = self.stream.alloc_zeros(p.dy.nbytes().max(1))?;
@@ -122,6 +127,7 @@ impl CudnnContext {
                 &accept,
                 usize::MAX,
                 graph::Sources::Heuristics,
+                true,
                 Some(self.benchmark_budget.get()),
             )?
         };

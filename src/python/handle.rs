@@ -187,8 +187,9 @@ impl PyHandle {
 
     /// Whether the default choice (`DefaultAlgo()`, the one-call API) measures, as
     /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
-    /// query) of a problem times the engines cuDNN's heuristics list (every knob setting of
-    /// modes A, B and the fallback list) on scratch buffers, within `benchmark_budget_ms`,
+    /// query) of a problem times the engines cuDNN's heuristics rank (modes A, B and the
+    /// fallback list) on scratch buffers (each one's first-ranked knob setting, then every
+    /// ranked setting of those within 10% of the fastest), within `benchmark_budget_ms`,
     /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
     /// (the default): the choice is made without timing, the same in every process.
     #[getter]
@@ -405,8 +406,8 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (best of three trials of five calls after a warm-up, fewer for one 30%
-    /// slower than the fastest; the up to three within 15% of the fastest again, in
+    /// times each (best of three trials of five calls after a warm-up, fewer for one twice
+    /// as slow as the fastest; the up to three within 15% of the fastest again, in
     /// turns, in trials of at least 0.5 ms) into a
     /// scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
