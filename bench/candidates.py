@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections.abc import Sequence
 
 import broad
@@ -97,11 +98,18 @@ def ours_plans(
         times[tag(e.index, e.knobs)] = timer.per_call_ms(run)
     assert ours.hm is not None
     wm, dym, dxm = ours.operands(p, ours.hm, dx)
+    timer.sync()
+    t0 = time.perf_counter()
     e = ours.hm.get_convolution_backward_data_default(wm, dym, dxm, conv)
+    timer.sync()
+    first = (time.perf_counter() - t0) * 1e3
     run = ours._explicit(ours.hm, wm, dym, dxm, conv, broad.DEFAULT_MARKER())
     ms = timer.per_call_ms(run)
     timed, left = ours.hm.last_find_report()
-    pick = f"{tag(e.index, e.knobs)} {ms:.4f} ms (its own timing {e.time:.4f}; timed {timed}, cut {left})"
+    pick = (
+        f"{tag(e.index, e.knobs)} {ms:.4f} ms (its own timing {e.time:.4f}; timed "
+        f"{timed}, cut {left}; first sight {first:.0f} ms)"
+    )
     return times, pick
 
 

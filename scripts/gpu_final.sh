@@ -10,6 +10,7 @@
 #   bash scripts/gpu_final.sh bench2  # anchor suite, training steps, broad suite (shorter)
 #   bash scripts/gpu_final.sh final   # the GPU tests (pip cuDNN), then the training steps
 #   bash scripts/gpu_final.sh suites  # the anchor suite and the broad suite
+#   bash scripts/gpu_final.sh broad   # the broad suite, then bench/candidates.py on two rows
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -91,11 +92,15 @@ final)  # one call: the GPU tests on the pip cuDNN, then training steps with 12 
   TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   memcheck_subset 100
-  TAIL=40 run train 330 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 5.2 --steps 12 --warmup 2
+  TAIL=40 run train 330 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 4.8 --steps 12 --warmup 2
   ;;
 suites)  # the anchor suite and the broad suite in one call
   TAIL=12 run perf 170 python3 bench/perf.py --csv "$out/perf.csv"
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
+  ;;
+broad)  # the broad suite, then our configurations beside the frontend autotune's
+  TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
+  TAIL=80 run candidates 150 bash -c 'cd bench && python3 candidates.py --rows dil2_3x3_c256_28:tf32 3d_3x3x3_c64_16x56:f16'
   ;;
 spy)  # where the host time of the dgrad calls goes in a training step
   python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
