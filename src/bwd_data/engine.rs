@@ -584,20 +584,55 @@ impl CudnnContext {
         Ok(())
     }
 
-    /// The graph-API half of [`Self::execute`].
+    /// The plan the default choice `config` (made for alpha = 1, beta = 0 and aligned
+    /// addresses) runs with these scalars and this alignment: that configuration; where
+    /// its knob setting refuses this graph, the same engine with its default knobs; else
+    /// the first engine the instant heuristic ranks for this graph. Each step depends only
+    /// on the problem, so the choice stays the same in every process.
+    pub(crate) fn default_plan(
+        &self,
+        p: &RawProblem<'_>,
+        config: EngineConfig,
+        math: MathType,
+        alpha: f64,
+        beta: f64,
+        align: i64,
+    ) -> Result<std::rc::Rc<Plan>> {
+        let graph = self.engine_graph(p, alpha, beta, align)?;
+        let bare = EngineConfig::new(config.index(), &[]);
+        for c in std::iter::once(config).chain(bare.filter(|b| *b != config)) {
+            if let Ok(Some(plan)) = self.engine_config_plan(&graph, c, None, |_| true) {
+                return Ok(plan);
+            }
+        }
+        let accept = move |n: &graph::Notes| n.fit_default(math, false);
+        self.engine_candidates(&graph, &accept, 1, graph::Sources::Instant)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.no_engine(p, false))
+    }
+
+    /// The graph-API half of [`Self::execute`]: `config` (`None`: `BestEngine`'s choice),
+    /// or with `default`, the default choice `config` as [`Self::default_plan`] adapts it.
     ///
     /// # Safety
     /// As [`Self::backward_data_raw`]; the problem has been validated.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn execute_engine(
         &self,
         alpha: f64,
         p: RawProblem<'_>,
         config: Option<EngineConfig>,
+        default: bool,
         math: MathType,
         ptrs: RawPointers,
         beta: f64,
     ) -> Result<()> {
-        let plan = self.engine_plan(&p, config, math, alpha, beta, graph::alignment(&ptrs))?;
+        let align = graph::alignment(&ptrs);
+        let plan = match config {
+            Some(c) if default => self.default_plan(&p, c, math, alpha, beta, align)?,
+            _ => self.engine_plan(&p, config, math, alpha, beta, align)?,
+        };
         if plan.workspace > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(
                 "graph-API {} needs a workspace of {} bytes for this problem, got {}",

@@ -162,7 +162,7 @@ impl CudnnContext {
             Route::Legacy(algo) => algo,
             Route::Engine(config) => {
                 // SAFETY: forwarded from this function's contract.
-                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+                return unsafe { self.execute_engine(alpha, p, config, false, math, ptrs, beta) };
             }
             Route::Default => {
                 if let Some(twin) = self.twin(&p, math) {
@@ -171,7 +171,7 @@ impl CudnnContext {
                 }
                 let config = Some(self.default_config(&p, math)?);
                 // SAFETY: forwarded from this function's contract.
-                return unsafe { self.execute_engine(alpha, p, config, math, ptrs, beta) };
+                return unsafe { self.execute_engine(alpha, p, config, true, math, ptrs, beta) };
             }
         };
         // SAFETY: forwarded from this function's contract.
