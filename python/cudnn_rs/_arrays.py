@@ -406,9 +406,9 @@ def conv_input_grad(
 
     ``benchmark=True``: the measured tier, as PyTorch's ``cudnn.benchmark``: the first
     call of a problem times the candidates on scratch buffers (never ``out`` or the
-    result) and later calls of that problem, in this process, run the fastest; on the
-    same cached per-(device, stream) handles, so it costs a call no more host time
-    than the default. Its choice can differ between processes. With ``handle=``, the
+    result) and later calls of that problem, in this process, run the fastest; on
+    cached per-(device, stream) handles of its own, through the same native path as
+    the default for PyTorch tensors. Its choice can differ between processes. With ``handle=``, the
     handle's own ``benchmark`` setting decides instead, so passing both is a
     ``ValueError``. The CPU reference device has one algorithm and ignores it.
 

@@ -1028,8 +1028,8 @@ class Handle:
         workspace query) of a problem times the engines cuDNN's heuristics rank on
         scratch buffers (each one's first-ranked knob setting, then every ranked
         setting of those within 10% of the fastest), within ``benchmark_budget_ms``,
-        and later calls run the fastest. False (the default): chosen without timing, the same in every
-        process."""
+        and later calls run the fastest. False (the default): chosen without timing,
+        the same in every process."""
     @benchmark.setter
     def benchmark(self, on: bool) -> None: ...
     @property
