@@ -235,18 +235,34 @@ impl CudnnContext {
             self.engines.borrow_mut().choices.insert(key, best);
             best
         };
-        if let Ok(Some(plan)) = self.engine_config_plan(&graph, chosen, None, |_| true) {
-            return Ok(plan);
-        }
-        self.engine_candidates(
+        self.first_plan(
+            p,
             &graph,
+            [chosen],
             &Self::engine_filter(p, math, false),
-            1,
             graph::Sources::Heuristics,
-        )?
-        .into_iter()
-        .next()
-        .ok_or_else(|| self.no_engine(p, false))
+        )
+    }
+
+    /// The plan of the first of `tries` that builds for `graph`; when none does, the first
+    /// engine `sources` rank for the graph that passes `accept`.
+    fn first_plan(
+        &self,
+        p: &RawProblem<'_>,
+        graph: &std::rc::Rc<OpGraph>,
+        tries: impl IntoIterator<Item = EngineConfig>,
+        accept: &dyn Fn(&graph::Notes) -> bool,
+        sources: graph::Sources,
+    ) -> Result<std::rc::Rc<Plan>> {
+        for c in tries {
+            if let Ok(Some(plan)) = self.engine_config_plan(graph, c, None, |_| true) {
+                return Ok(plan);
+            }
+        }
+        self.engine_candidates(graph, accept, 1, sources)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.no_engine(p, false))
     }
 
     /// The graph-API heuristic's first engine for the problem that fits the descriptor's
@@ -399,24 +415,25 @@ impl CudnnContext {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
         let mut workspace: Option<CudaSlice<u8>> = None;
-        let mut found = Vec::new();
+        let mut found: Vec<(Engine, graph::Notes, std::rc::Rc<Plan>)> = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
         let mut schedule =
             Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
         loop {
-            let close = |found: &[(Engine, graph::Notes, std::rc::Rc<Plan>)]| {
-                found
-                    .iter()
-                    .filter(|f| f.0.time() <= STAGE_SPREAD * fastest)
-                    .map(|f| f.0.config().index())
-                    .collect::<Vec<_>>()
-            };
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
                 left_out = schedule.left();
                 break;
             }
-            let Some(i) = schedule.next(|| close(&found)) else {
+            // The second stage's engines: those within STAGE_SPREAD of the fastest.
+            let close = || {
+                found
+                    .iter()
+                    .filter(|f| f.0.time() <= STAGE_SPREAD * fastest)
+                    .map(|f| f.0.config().index())
+                    .collect()
+            };
+            let Some(i) = schedule.next(close) else {
                 break;
             };
             let c = &configs[i];
@@ -599,17 +616,18 @@ impl CudnnContext {
         align: i64,
     ) -> Result<std::rc::Rc<Plan>> {
         let graph = self.engine_graph(p, alpha, beta, align)?;
-        let bare = EngineConfig::new(config.index(), &[]);
-        for c in std::iter::once(config).chain(bare.filter(|b| *b != config)) {
-            if let Ok(Some(plan)) = self.engine_config_plan(&graph, c, None, |_| true) {
-                return Ok(plan);
-            }
-        }
+        // The engine with its default knobs, only looked at when the setting refuses.
+        let bare = std::iter::once_with(|| EngineConfig::new(config.index(), &[]))
+            .flatten()
+            .filter(|b| *b != config);
         let accept = move |n: &graph::Notes| n.fit_default(math, false);
-        self.engine_candidates(&graph, &accept, 1, graph::Sources::Instant)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.no_engine(p, false))
+        self.first_plan(
+            p,
+            &graph,
+            std::iter::once(config).chain(bare),
+            &accept,
+            graph::Sources::Instant,
+        )
     }
 
     /// The graph-API half of [`Self::execute`]: `config` (`None`: `BestEngine`'s choice),
