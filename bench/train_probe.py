@@ -7,7 +7,7 @@ cudnn_rs's default, looked at two ways.
    allocate (synchronise, malloc, free), and the kernels whose time differs most.
 2. Layers: every convolution problem the step's backward pass meets (recorded in the
    loop), timed alone, in a loop of calls as the step makes them: PyTorch's dgrad, then
-   cudnn_rs's dgrad exactly as bench/train.py calls it (imports and all), each by CUDA
+   cudnn_rs's default exactly as bench/train.py calls it (conv_input_grad), each by CUDA
    events (so a host-bound call shows its host time). Sums weighted by how often the
    step meets each problem, and the problems that differ most with our engine.
 
@@ -172,15 +172,16 @@ def profile_step(case, backend) -> dict:
 def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]:
     rows = []
     torch_be = TorchDgrad()
+    array = ArrayDgrad(False)  # what bench/train.py's default mode runs
     for (gys, xs, ws, dt, spec, mf), count in rec.seen.items():
         gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
         x = torch.randn(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
         w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
         call = (gy, x, w, spec, mf)
         t_torch = timer.per_call_ms(lambda c=call: torch_be.dgrad(*c))
-        t_ours = timer.per_call_ms(lambda c=call: ours.dgrad(*c))
+        t_ours = timer.per_call_ms(lambda c=call: array.dgrad(*c))
         ref = torch_be.dgrad(gy, x, w, spec, mf).float()
-        got = ours.dgrad(gy, x, w, spec, mf).float()
+        got = array.dgrad(gy, x, w, spec, mf).float()
         err = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
         engine = ""
         try:
@@ -280,29 +281,28 @@ def main(argv=None) -> int:
                     f" ({w['dgrad_us_per_call']:5.1f} us/call)  gc {w['gc']}  round {rnd}",
                     flush=True,
                 )
-        if not args.profile:
-            continue
-        res = {}
-        for label, be in (("torch", TorchDgrad()), ("ours", ArrayDgrad(False))):
-            res[label] = p = profile_step(case, be)
-            print(
-                f"{label:6} wall {p['wall_ms']:7.2f} ms  kernels {p['kernel_ms']:7.2f}"
-                f"  gpu busy {p['gpu_busy_ms']:7.2f}  span {p['gpu_span_ms']:7.2f}"
-                f"  waits {p['waits']}"
+        if args.profile:
+            res = {}
+            for label, be in (("torch", TorchDgrad()), ("ours", ArrayDgrad(False))):
+                res[label] = p = profile_step(case, be)
+                print(
+                    f"{label:6} wall {p['wall_ms']:7.2f} ms  kernels {p['kernel_ms']:7.2f}"
+                    f"  gpu busy {p['gpu_busy_ms']:7.2f}  span {p['gpu_span_ms']:7.2f}"
+                    f"  waits {p['waits']}"
+                )
+            kt, ko = res["torch"]["kernels"], res["ours"]["kernels"]
+            diff = sorted(
+                set(kt) | set(ko), key=lambda k: -abs(ko.get(k, 0) - kt.get(k, 0))
             )
-        kt, ko = res["torch"]["kernels"], res["ours"]["kernels"]
-        diff = sorted(
-            set(kt) | set(ko), key=lambda k: -abs(ko.get(k, 0) - kt.get(k, 0))
-        )
-        print("kernels differing most (us torch -> ours):")
-        for k in diff[: args.top]:
-            print(f"  {kt.get(k, 0):9.0f} -> {ko.get(k, 0):9.0f}  {k}")
-        at, ao = res["torch"]["api"], res["ours"]["api"]
-        none = [0, 0.0]
-        print("CUDA API calls on the host (count, us; torch -> ours):")
-        for k in sorted(set(at) | set(ao), key=lambda k: -ao.get(k, none)[1]):
-            (ct, ut), (co, uo) = at.get(k, none), ao.get(k, none)
-            print(f"  {ct:6d} {ut:9.0f} -> {co:6d} {uo:9.0f}  {k}")
+            print("kernels differing most (us torch -> ours):")
+            for k in diff[: args.top]:
+                print(f"  {kt.get(k, 0):9.0f} -> {ko.get(k, 0):9.0f}  {k}")
+            at, ao = res["torch"]["api"], res["ours"]["api"]
+            none = [0, 0.0]
+            print("CUDA API calls on the host (count, us; torch -> ours):")
+            for k in sorted(set(at) | set(ao), key=lambda k: -ao.get(k, none)[1]):
+                (ct, ut), (co, uo) = at.get(k, none), ao.get(k, none)
+                print(f"  {ct:6d} {ut:9.0f} -> {co:6d} {uo:9.0f}  {k}")
         if not args.layers:
             continue
         rec = Recorder()

@@ -11,6 +11,7 @@
 #   bash scripts/gpu_final.sh final   # the GPU tests (pip cuDNN), then the training steps
 #   bash scripts/gpu_final.sh suites  # the anchor suite and the broad suite
 #   bash scripts/gpu_final.sh broad   # the broad suite, then bench/candidates.py on two rows
+#   bash scripts/gpu_final.sh look    # the broad suite, then train_probe.py --layers
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -101,6 +102,11 @@ suites)  # the anchor suite and the broad suite in one call
 broad)  # the broad suite, then our configurations beside the frontend autotune's
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
   TAIL=80 run candidates 150 bash -c 'cd bench && python3 candidates.py --rows dil2_3x3_c256_28:tf32 3d_3x3x3_c64_16x56:f16'
+  ;;
+look)  # the broad suite, then each dgrad problem of two training variants timed alone
+  TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.4
+  TAIL=120 run train_probe 220 python3 bench/train_probe.py --layers --steps 5 --top 12 \
+    --variants "${PROBE_VARIANTS:-mobilenet_v3_large:f32:cl,resnet50:f16:cl}"
   ;;
 spy)  # where the host time of the dgrad calls goes in a training step
   python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
