@@ -12,15 +12,20 @@ use std::num::NonZeroUsize;
 pub const DEFAULT_ENTRIES: usize = 4096;
 
 /// A map bounded to its capacity; inserting past it drops the least recently used entry.
+/// Hashed with FxHash: the keys are problem descriptions built by the library, so a fast
+/// hash matters more than resistance to crafted collisions.
 pub struct BoundedCache<K: Hash + Eq, V> {
-    inner: lru::LruCache<K, V>,
+    inner: lru::LruCache<K, V, rustc_hash::FxBuildHasher>,
 }
 
 impl<K: Hash + Eq, V> BoundedCache<K, V> {
     /// A cache of at most `entries` entries (at least one).
     pub fn new(entries: usize) -> Self {
         Self {
-            inner: lru::LruCache::new(NonZeroUsize::new(entries).unwrap_or(NonZeroUsize::MIN)),
+            inner: lru::LruCache::with_hasher(
+                NonZeroUsize::new(entries).unwrap_or(NonZeroUsize::MIN),
+                rustc_hash::FxBuildHasher,
+            ),
         }
     }
 
@@ -54,9 +59,57 @@ impl<K: Hash + Eq, V> Default for BoundedCache<K, V> {
     }
 }
 
+/// The value for `key` in `list`, a short list kept most recently used first: found and
+/// moved to the front, or made by `make` and put there, dropping the oldest past `cap`
+/// entries (at least one is kept). For a handful of entries compared by value, where
+/// hashing would cost more than the scan.
+pub(crate) fn recent<K: PartialEq, V, E>(
+    list: &mut Vec<(K, V)>,
+    key: K,
+    cap: usize,
+    make: impl FnOnce() -> Result<V, E>,
+) -> Result<&V, E> {
+    if let Some(i) = list.iter().position(|(k, _)| *k == key) {
+        list[..=i].rotate_right(1);
+    } else {
+        let value = make()?;
+        list.truncate(cap.max(1) - 1);
+        list.insert(0, (key, value));
+    }
+    // Found and rotated to the front, or inserted there: the list is not empty.
+    Ok(&list[0].1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_keeps_the_latest_first_and_makes_only_what_is_missing() {
+        let mut list: Vec<(u8, String)> = Vec::new();
+        let made = std::cell::Cell::new(0);
+        let get = |list: &mut Vec<(u8, String)>, k: u8| -> String {
+            recent(list, k, 3, || {
+                made.set(made.get() + 1);
+                Ok::<_, ()>(format!("v{k}"))
+            })
+            .cloned()
+            .unwrap_or_default()
+        };
+        for k in [1, 2, 3] {
+            assert_eq!(get(&mut list, k), format!("v{k}"));
+        }
+        assert_eq!(get(&mut list, 1), "v1"); // found: moved to the front
+        let keys: Vec<u8> = list.iter().map(|e| e.0).collect();
+        assert_eq!(keys, [1, 3, 2]);
+        assert_eq!(get(&mut list, 4), "v4"); // the oldest (2) goes
+        let keys: Vec<u8> = list.iter().map(|e| e.0).collect();
+        assert_eq!(keys, [4, 1, 3]);
+        assert_eq!(made.get(), 4);
+        let failed: Result<&String, &str> = recent(&mut list, 9, 3, || Err("no"));
+        assert_eq!(failed, Err("no"));
+        assert_eq!(list.len(), 3, "a failed make changes nothing");
+    }
 
     #[test]
     fn keeps_the_recently_used_and_drops_the_oldest() {

@@ -13,8 +13,12 @@ use crate::math_type::MathType;
 use crate::memory::GpuBufferMut;
 use crate::problem::{ProblemKey, RawPointers, RawProblem};
 
-/// Calls timed back to back per trial when measuring engines.
+/// Calls timed back to back per trial when measuring engines: at most this many ...
 const CALLS_PER_TRIAL: usize = 5;
+/// ... enough for a trial to last this many milliseconds by the warm-up call's time (a
+/// single call of a small problem is within the timer's noise; one of a large problem is
+/// not, and more of them only add to a first sight).
+const TRIAL_MS: f32 = 0.1;
 /// How many of the fastest plans a timing re-times ([`CudnnContext::refine`]) ...
 const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
@@ -88,6 +92,20 @@ impl Schedule {
         };
         self.queue.len() - self.next + later
     }
+}
+
+/// Calls per trial for a plan whose warm-up call took `warm_ms`: enough to last
+/// [`TRIAL_MS`], from one to [`CALLS_PER_TRIAL`] (the warm-up call's time is an upper bound
+/// of a call's, so a trial lasts at least that long or has the most calls).
+fn calls_per_trial(warm_ms: f32) -> usize {
+    if warm_ms.is_nan() || warm_ms <= 0.0 {
+        return CALLS_PER_TRIAL;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
+    let calls = (TRIAL_MS / warm_ms)
+        .ceil()
+        .clamp(1.0, CALLS_PER_TRIAL as f32) as usize;
+    calls
 }
 
 impl CudnnContext {
@@ -469,9 +487,9 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
-            // A warm-up call, then up to three trials of CALLS_PER_TRIAL calls back to
-            // back (a single call of a small problem is within the timer's noise): the
-            // best trial's mean. Ten times slower than the fastest so far even counting
+            // A warm-up call, then up to three trials of calls back to back (up to
+            // CALLS_PER_TRIAL, enough to last TRIAL_MS: see `calls_per_trial`): the best
+            // trial's mean. Ten times slower than the fastest so far even counting
             // its warm-up: not worth a trial; a trial CONTENDER_SPREAD times the fastest:
             // not worth two more (this keeps a first sight cheap).
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
@@ -482,10 +500,10 @@ impl CudnnContext {
             let mut best = warm;
             if warm <= 10.0 * fastest {
                 best = f32::INFINITY;
+                let calls = calls_per_trial(warm);
                 for _ in 0..3 {
                     // SAFETY: as above.
-                    let trial =
-                        unsafe { self.time_calls(&plan, &ptrs, CALLS_PER_TRIAL, (&start, &end))? };
+                    let trial = unsafe { self.time_calls(&plan, &ptrs, calls, (&start, &end))? };
                     best = trial.map_or(f32::INFINITY, |ms| best.min(ms));
                     if best.is_infinite() || best > CONTENDER_SPREAD * fastest {
                         break;
@@ -692,6 +710,17 @@ mod tests {
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
         let mut s = Schedule::new(engines.to_vec(), staged);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
+    }
+
+    #[test]
+    fn trials_of_slow_calls_take_fewer_calls() {
+        use super::{calls_per_trial, CALLS_PER_TRIAL};
+        assert_eq!(calls_per_trial(0.4), 1);
+        assert_eq!(calls_per_trial(0.1), 1);
+        assert_eq!(calls_per_trial(0.04), 3);
+        assert_eq!(calls_per_trial(0.01), CALLS_PER_TRIAL);
+        assert_eq!(calls_per_trial(0.0), CALLS_PER_TRIAL);
+        assert_eq!(calls_per_trial(f32::NAN), CALLS_PER_TRIAL);
     }
 
     #[test]

@@ -427,11 +427,16 @@ pub(crate) struct Plan {
     pub workspace: usize,
     pub notes: Notes,
     pub config: EngineConfig,
-    /// The variant pack of the last call, reused while the addresses stay the same.
-    pack: std::cell::RefCell<Option<(PackKey, Desc)>>,
+    /// The variant packs of the latest calls by their addresses, most recent first (at
+    /// most [`PACKS`]): a training step calls a plan for several layers of one shape, each
+    /// on the same addresses every step, so most calls find theirs.
+    packs: std::cell::RefCell<Vec<(PackKey, Desc)>>,
 }
 
 type PackKey = ([u64; 3], (u64, usize));
+
+/// Variant packs each plan keeps.
+const PACKS: usize = 8;
 
 impl Plan {
     /// The record users see for this plan.
@@ -526,7 +531,7 @@ fn plan_of(
         workspace,
         notes,
         config,
-        pack: std::cell::RefCell::new(None),
+        packs: std::cell::RefCell::new(Vec::new()),
     }))
 }
 
@@ -580,18 +585,11 @@ pub(crate) unsafe fn execute(
     ptrs: &RawPointers,
 ) -> Result<u32> {
     let key: PackKey = ([ptrs.w, ptrs.dy, ptrs.dx], ptrs.workspace);
-    let mut slot = plan.pack.borrow_mut();
-    let pack = match &*slot {
-        Some((k, d)) if *k == key => d.ptr,
-        _ => {
-            let d = variant_pack(lib, ptrs)?;
-            let ptr = d.ptr;
-            *slot = Some((key, d));
-            ptr
-        }
-    };
-    // SAFETY: plan and pack are live descriptors (the pack is kept in the plan); the
-    // memory is the caller's contract.
+    let mut packs = plan.packs.borrow_mut();
+    let pack = crate::cache::recent(&mut packs, key, PACKS, || variant_pack(lib, ptrs))?.ptr;
+    // SAFETY: plan and pack are live descriptors (the pack is kept in the plan, and was
+    // made or found for these very addresses just above); the memory is the caller's
+    // contract.
     Ok(unsafe { (lib.api.cudnnBackendExecute)(handle, plan.desc.ptr, pack) })
 }
 

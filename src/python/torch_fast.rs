@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::device::PyHandle;
 use super::errors::IntoPyResult;
@@ -97,7 +97,10 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
     if n > v.len() {
         return None;
     }
-    if let Some(x) = int(obj) {
+    // A tuple or list is read item by item: asking it for an int first would raise (and
+    // fetch) a Python exception on every call, a few microseconds of the call's host time.
+    let sequence = obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>();
+    if let Some(x) = if sequence { None } else { int(obj) } {
         v = [x; 3];
     } else {
         if obj.is_instance_of::<pyo3::types::PyString>() {
