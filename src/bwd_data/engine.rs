@@ -217,8 +217,9 @@ impl CudnnContext {
 
     /// The plan a call with these scalars and alignment runs: `config`, or `BestEngine`'s
     /// choice (made once per problem and math type, for alpha = 1, beta = 0 and aligned
-    /// addresses, and kept; another graph rebuilds the same engine, or chooses again when
-    /// that engine refuses it).
+    /// addresses, and kept; another graph rebuilds the same engine, or chooses again, within
+    /// `max_workspace` bytes, when that engine refuses it or needs more).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn engine_plan(
         &self,
         p: &RawProblem<'_>,
@@ -227,6 +228,7 @@ impl CudnnContext {
         alpha: f64,
         beta: f64,
         align: i64,
+        max_workspace: usize,
     ) -> Result<std::rc::Rc<Plan>> {
         let graph = self.engine_graph(p, alpha, beta, align)?;
         if let Some(config) = config {
@@ -256,31 +258,65 @@ impl CudnnContext {
         self.first_plan(
             p,
             &graph,
-            [chosen],
+            chosen,
+            None,
             &Self::engine_filter(p, math, false),
             graph::Sources::Heuristics,
+            max_workspace,
         )
     }
 
-    /// The plan of the first of `tries` that builds for `graph`; when none does, the first
-    /// engine `sources` rank for the graph that passes `accept`.
+    /// The plan of the first of `config`, then `also`, that builds for `graph` within
+    /// `max_workspace` bytes; when neither does, the first engine `sources` rank for the
+    /// graph that passes `accept` and fits. What it settles on is kept per graph and
+    /// `config`, so that a call whose graph refuses `config` (other scalars or alignment)
+    /// does not build or rank anew every time.
+    #[allow(clippy::too_many_arguments)]
     fn first_plan(
         &self,
         p: &RawProblem<'_>,
         graph: &std::rc::Rc<OpGraph>,
-        tries: impl IntoIterator<Item = EngineConfig>,
+        config: EngineConfig,
+        also: Option<EngineConfig>,
         accept: &dyn Fn(&graph::Notes) -> bool,
         sources: graph::Sources,
+        max_workspace: usize,
     ) -> Result<std::rc::Rc<Plan>> {
-        for c in tries {
-            if let Ok(Some(plan)) = self.engine_config_plan(graph, c, None, |_| true) {
-                return Ok(plan);
+        let key = (std::rc::Rc::as_ptr(graph) as usize, config, sources);
+        if let Some((_, plan)) = self.engines.borrow_mut().settled.get(&key) {
+            if plan.workspace <= max_workspace {
+                return Ok(std::rc::Rc::clone(plan));
             }
         }
-        self.engine_candidates(graph, accept, 1, sources)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| self.no_engine(p, false))
+        let fits = |plan: &std::rc::Rc<Plan>| plan.workspace <= max_workspace;
+        let mut settled = None;
+        for c in std::iter::once(config).chain(also) {
+            if let Ok(Some(plan)) = self.engine_config_plan(graph, c, None, |_| true) {
+                if fits(&plan) {
+                    settled = Some(plan);
+                    break;
+                }
+            }
+        }
+        if settled.is_none() {
+            for c in graph::candidates(self.lib, graph, sources)? {
+                // An engine the heuristic lists may still refuse to build: skip it.
+                if let Ok(Some(plan)) =
+                    self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
+                {
+                    if fits(&plan) {
+                        settled = Some(plan);
+                        break;
+                    }
+                }
+            }
+        }
+        let plan = settled.ok_or_else(|| self.no_engine(p, false))?;
+        self.engines
+            .borrow_mut()
+            .settled
+            .insert(key, (std::rc::Rc::clone(graph), std::rc::Rc::clone(&plan)));
+        Ok(plan)
     }
 
     /// The graph-API heuristic's first engine for the problem that fits the descriptor's
@@ -620,10 +656,12 @@ impl CudnnContext {
     }
 
     /// The plan the default choice `config` (made for alpha = 1, beta = 0 and aligned
-    /// addresses) runs with these scalars and this alignment: that configuration; where
-    /// its knob setting refuses this graph, the same engine with its default knobs; else
-    /// the first engine the instant heuristic ranks for this graph. Each step depends only
-    /// on the problem, so the choice stays the same in every process.
+    /// addresses) runs with these scalars and this alignment within `max_workspace` bytes:
+    /// that configuration; where its knob setting refuses this graph (or needs more), the
+    /// same engine with its default knobs; else the first engine the instant heuristic
+    /// ranks for this graph that fits. Each step depends only on the problem and the
+    /// workspace, so the choice stays the same in every process.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn default_plan(
         &self,
         p: &RawProblem<'_>,
@@ -632,19 +670,20 @@ impl CudnnContext {
         alpha: f64,
         beta: f64,
         align: i64,
+        max_workspace: usize,
     ) -> Result<std::rc::Rc<Plan>> {
         let graph = self.engine_graph(p, alpha, beta, align)?;
-        // The engine with its default knobs, only looked at when the setting refuses.
-        let bare = std::iter::once_with(|| EngineConfig::new(config.index(), &[]))
-            .flatten()
-            .filter(|b| *b != config);
+        // The engine with its default knobs, for when the setting refuses.
+        let bare = EngineConfig::new(config.index(), &[]).filter(|b| *b != config);
         let accept = move |n: &graph::Notes| n.fit_default(math, false);
         self.first_plan(
             p,
             &graph,
-            std::iter::once(config).chain(bare),
+            config,
+            bare,
             &accept,
             graph::Sources::Instant,
+            max_workspace,
         )
     }
 
@@ -666,8 +705,10 @@ impl CudnnContext {
     ) -> Result<()> {
         let align = graph::alignment(&ptrs);
         let plan = match config {
-            Some(c) if default => self.default_plan(&p, c, math, alpha, beta, align)?,
-            _ => self.engine_plan(&p, config, math, alpha, beta, align)?,
+            Some(c) if default => {
+                self.default_plan(&p, c, math, alpha, beta, align, ptrs.workspace.1)?
+            }
+            _ => self.engine_plan(&p, config, math, alpha, beta, align, ptrs.workspace.1)?,
         };
         if plan.workspace > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(

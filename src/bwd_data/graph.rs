@@ -281,7 +281,7 @@ impl Notes {
 }
 
 /// Which of the graph API's heuristics a candidate list draws on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Sources {
     /// The instant heuristic (mode A) and then the fallback list: what PyTorch's cuDNN
     /// path walks when not benchmarking, and what the library's default choice walks.
@@ -638,7 +638,13 @@ pub(crate) struct EngineCache {
     pub(crate) defaults: BoundedCache<ProblemKey, EngineConfig>,
     /// `DefaultAlgo`'s measured choice per problem and math type (benchmarking on).
     pub(crate) measured: BoundedCache<ProblemKey, Engine>,
+    /// The plan a call settled on, per graph (by address, kept alive here), configuration
+    /// asked for and heuristic fallen back on (see `CudnnContext::first_plan`).
+    pub(crate) settled: BoundedCache<SettledKey, (std::rc::Rc<OpGraph>, std::rc::Rc<Plan>)>,
 }
+
+/// A graph's address, the configuration asked for, the heuristic to fall back on.
+pub(crate) type SettledKey = (usize, EngineConfig, Sources);
 
 #[cfg(test)]
 mod tests {

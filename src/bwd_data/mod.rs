@@ -74,13 +74,13 @@ impl CudnnContext {
         let size = match route {
             Route::Legacy(algo) => self.query_workspace_size(p, algo, math)?,
             Route::Engine(choice) => {
-                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16, usize::MAX)?;
                 (plan.workspace > 0).then_some(plan.workspace)
             }
             // Resolved above; kept total.
             Route::Default => {
                 let choice = Some(self.default_config(&p, math)?);
-                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16)?;
+                let plan = self.engine_plan(&p, choice, math, 1.0, 0.0, 16, usize::MAX)?;
                 (plan.workspace > 0).then_some(plan.workspace)
             }
         };

@@ -155,7 +155,7 @@ impl CudnnContext {
             .get(&ProblemKey::new(&p, Route::Default, math))
             .filter(|e| e.config() == config && self.benchmark.get())
             .map(Engine::time);
-        let plan = self.engine_plan(&p, Some(config), math, 1.0, 0.0, 16)?;
+        let plan = self.engine_plan(&p, Some(config), math, 1.0, 0.0, 16, usize::MAX)?;
         Ok(plan.engine().with_time(measured.unwrap_or(-1.0)))
     }
 

@@ -37,7 +37,7 @@ impl CudnnContext {
     ) -> Result<usize> {
         let tp = twin.problem(p.conv);
         let config = self.default_config(&tp, math)?;
-        let plan = self.engine_plan(&tp, Some(config), math, 1.0, 0.0, 16)?;
+        let plan = self.engine_plan(&tp, Some(config), math, 1.0, 0.0, 16, usize::MAX)?;
         Ok(layout(p).engine + plan.workspace)
     }
 
@@ -64,7 +64,9 @@ impl CudnnContext {
             workspace: (base + lay.engine as u64, 0),
         };
         let config = self.default_config(&tp, math)?;
-        let plan = self.engine_plan(&tp, Some(config), math, 1.0, 0.0, graph::alignment(&inner))?;
+        let align = graph::alignment(&inner);
+        let room = ptrs.workspace.1.saturating_sub(lay.engine);
+        let plan = self.default_plan(&tp, config, math, 1.0, 0.0, align, room)?;
         let need = lay.engine + plan.workspace;
         if need > ptrs.workspace.1 {
             return Err(Error::InvalidArgument(format!(

@@ -366,3 +366,47 @@ def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> 
         torch.randn(4, 16, 12, 12, device="cuda").mul_(3.0)  # reuses the freed memory
         err = ((dx - expected).abs().max() / expected.abs().max()).item()
         assert err < 1e-5, f"step {step}: relative error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("algo", ["default", "best_engine"])
+def test_choices_made_for_aligned_addresses_run_unaligned_ones_with_beta(
+    gpu: cd.Handle, dtype: str, algo: str
+) -> None:
+    # The default choice and BestEngine are made for 16-byte aligned addresses and
+    # alpha = 1, beta = 0. A call with operands two or four bytes off alignment and
+    # beta = 1 is another graph, which their knob setting may refuse: the call must
+    # still run (within the workspace the query gave) and accumulate the right values.
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    dt = getattr(torch, dtype)
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    math = cd.MathType.Fma if dtype == "float32" else cd.MathType.Default
+    conv = cd.ConvolutionDescriptor(padding=(1, 1), math_type=math)
+    chosen = cd.DefaultAlgo() if algo == "default" else cd.BestEngine()
+
+    def unaligned_channels_last(n: int, c: int, hh: int, ww: int):
+        # One element into a fresh buffer: the view's address is not 16-byte aligned.
+        base = torch.randn(n * c * hh * ww + 1, device="cuda", dtype=dt, generator=gen)
+        view = base[1:].view(n, hh, ww, c).permute(0, 3, 1, 2)
+        assert view.data_ptr() % 16 != 0
+        return view
+
+    w = unaligned_channels_last(32, 16, 3, 3)
+    dy = unaligned_channels_last(4, 32, 10, 10)
+    dx = unaligned_channels_last(4, 16, 10, 10)
+    dx_before = dx.double().clone()
+    wt = cd.Filter.from_dlpack(w, handle=h)
+    dyt = cd.Tensor.from_dlpack(dy, handle=h)
+    dxt = cd.Tensor.from_dlpack(dx, handle=h)
+    size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, chosen)
+    ws = cd.Workspace(h, size) if size else None
+    h.convolution_backward_data(0.5, wt, dyt, conv, chosen, ws, 1.0, dxt)
+    expected = (
+        0.5 * torch.nn.grad.conv2d_input(dx.shape, w.double(), dy.double(), padding=1)
+        + dx_before
+    )
+    err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+    tol = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-4}[dtype]
+    assert err < tol, f"{dtype} {algo}: relative error {err}"
