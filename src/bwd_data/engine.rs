@@ -15,10 +15,10 @@ use crate::problem::{ProblemKey, RawPointers, RawProblem};
 
 /// Calls timed back to back per trial when measuring engines: at most this many ...
 const CALLS_PER_TRIAL: usize = 5;
-/// ... enough for a trial to last this many milliseconds by the warm-up call's time (a
-/// single call of a small problem is within the timer's noise; one of a large problem is
-/// not, and more of them only add to a first sight).
-const TRIAL_MS: f32 = 0.1;
+/// ... enough for a trial to last this many milliseconds by one call's time (a single
+/// call of a small problem is within the timer's noise; one of a large problem is not,
+/// and more of them only add to a first sight).
+const TRIAL_MS: f32 = 0.2;
 /// How many of the fastest plans a timing re-times ([`CudnnContext::refine`]) ...
 const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
@@ -94,15 +94,14 @@ impl Schedule {
     }
 }
 
-/// Calls per trial for a plan whose warm-up call took `warm_ms`: enough to last
-/// [`TRIAL_MS`], from one to [`CALLS_PER_TRIAL`] (the warm-up call's time is an upper bound
-/// of a call's, so a trial lasts at least that long or has the most calls).
-fn calls_per_trial(warm_ms: f32) -> usize {
-    if warm_ms.is_nan() || warm_ms <= 0.0 {
+/// Calls per trial for a plan one call of which took `call_ms` (after its warm-up):
+/// enough to last [`TRIAL_MS`], from one to [`CALLS_PER_TRIAL`].
+fn calls_per_trial(call_ms: f32) -> usize {
+    if call_ms.is_nan() || call_ms <= 0.0 {
         return CALLS_PER_TRIAL;
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
-    let calls = (TRIAL_MS / warm_ms)
+    let calls = (TRIAL_MS / call_ms)
         .ceil()
         .clamp(1.0, CALLS_PER_TRIAL as f32) as usize;
     calls
@@ -523,11 +522,10 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
-            // A warm-up call, then up to three trials of calls back to back (up to
-            // CALLS_PER_TRIAL, enough to last TRIAL_MS: see `calls_per_trial`): the best
-            // trial's mean. Ten times slower than the fastest so far even counting
-            // its warm-up: not worth a trial; a trial CONTENDER_SPREAD times the fastest:
-            // not worth two more (this keeps a first sight cheap).
+            // A warm-up call, then up to three trials of calls back to back (see
+            // `trial_time`): the best trial's mean. Ten times slower than the fastest so
+            // far even counting its warm-up: not worth a trial; a trial CONTENDER_SPREAD
+            // times the fastest: not worth more (this keeps a first sight cheap).
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
             let Some(warm) = (unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? }) else {
@@ -535,16 +533,8 @@ impl CudnnContext {
             };
             let mut best = warm;
             if warm <= 10.0 * fastest {
-                best = f32::INFINITY;
-                let calls = calls_per_trial(warm);
-                for _ in 0..3 {
-                    // SAFETY: as above.
-                    let trial = unsafe { self.time_calls(&plan, &ptrs, calls, (&start, &end))? };
-                    best = trial.map_or(f32::INFINITY, |ms| best.min(ms));
-                    if best.is_infinite() || best > CONTENDER_SPREAD * fastest {
-                        break;
-                    }
-                }
+                // SAFETY: as above.
+                best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest)? };
             }
             fastest = fastest.min(best);
             if best.is_finite() {
@@ -571,6 +561,45 @@ impl CudnnContext {
             unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
         }
         Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
+    }
+
+    /// A plan's time in a measurement, after its warm-up call: the best of three trials of
+    /// calls back to back. The first trial is one call, which sizes the others
+    /// ([`calls_per_trial`]); where they take more calls, that one call (within the
+    /// timer's noise for a small problem) counts only to rule the plan out. A trial
+    /// [`CONTENDER_SPREAD`] times `fastest` ends the trials: the plan is no contender.
+    /// Infinity when a call fails.
+    ///
+    /// # Safety
+    /// As [`Self::time_calls`].
+    unsafe fn trial_time(
+        &self,
+        plan: &Plan,
+        ptrs: &RawPointers,
+        events: (&CudaEvent, &CudaEvent),
+        fastest: f32,
+    ) -> Result<f32> {
+        let no_contender = |ms: f32| ms.is_finite() && ms > CONTENDER_SPREAD * fastest;
+        // SAFETY: the caller's contract.
+        let Some(first) = (unsafe { self.time_calls(plan, ptrs, 1, events)? }) else {
+            return Ok(f32::INFINITY);
+        };
+        let calls = calls_per_trial(first);
+        let mut best = if calls == 1 || no_contender(first) {
+            first
+        } else {
+            f32::INFINITY
+        };
+        let mut trials = usize::from(calls == 1);
+        while trials < 3 && !no_contender(best) {
+            // SAFETY: the caller's contract.
+            let Some(ms) = (unsafe { self.time_calls(plan, ptrs, calls, events)? }) else {
+                return Ok(f32::INFINITY);
+            };
+            best = best.min(ms);
+            trials += 1;
+        }
+        Ok(best)
     }
 
     /// The mean time per call of `calls` calls of `plan` back to back, by events; `None`
@@ -757,8 +786,9 @@ mod tests {
     fn trials_of_slow_calls_take_fewer_calls() {
         use super::{calls_per_trial, CALLS_PER_TRIAL};
         assert_eq!(calls_per_trial(0.4), 1);
-        assert_eq!(calls_per_trial(0.1), 1);
-        assert_eq!(calls_per_trial(0.04), 3);
+        assert_eq!(calls_per_trial(0.2), 1);
+        assert_eq!(calls_per_trial(0.08), 3);
+        assert_eq!(calls_per_trial(0.04), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(0.01), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(0.0), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(f32::NAN), CALLS_PER_TRIAL);
