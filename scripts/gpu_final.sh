@@ -12,6 +12,7 @@
 #   bash scripts/gpu_final.sh suites  # the anchor suite and the broad suite
 #   bash scripts/gpu_final.sh broad   # the broad suite, then bench/candidates.py on two rows
 #   bash scripts/gpu_final.sh look    # the broad suite, then train_probe.py --layers
+#   bash scripts/gpu_final.sh check   # the GPU tests (pip cuDNN), then the broad suite
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -102,6 +103,14 @@ suites)  # the anchor suite and the broad suite in one call
 broad)  # the broad suite, then our configurations beside the frontend autotune's
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
   TAIL=80 run candidates 150 bash -c 'cd bench && python3 candidates.py --rows dil2_3x3_c256_28:tf32 3d_3x3x3_c64_16x56:f16'
+  ;;
+check)  # the GPU tests (pip cuDNN), then the broad suite
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  memcheck_subset 100
+  TAIL=12 run broad 200 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3
   ;;
 look)  # the broad suite, then each dgrad problem of two training variants timed alone
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.4
