@@ -285,8 +285,15 @@ impl CudnnContext {
         max_workspace: usize,
     ) -> Result<std::rc::Rc<Plan>> {
         let key = (std::rc::Rc::as_ptr(graph) as usize, config, sources);
-        if let Some((_, plan)) = self.engines.borrow_mut().settled.get(&key) {
-            if plan.workspace <= max_workspace {
+        if let Some((_, plan, cap)) = self.engines.borrow_mut().settled.get(&key) {
+            // `config` itself is what the walk below gives whenever it fits; a fallback,
+            // for the same workspace.
+            let same = if plan.config == config {
+                plan.workspace <= max_workspace
+            } else {
+                *cap == max_workspace
+            };
+            if same {
                 return Ok(std::rc::Rc::clone(plan));
             }
         }
@@ -314,10 +321,14 @@ impl CudnnContext {
             }
         }
         let plan = settled.ok_or_else(|| self.no_engine(p, false))?;
-        self.engines
-            .borrow_mut()
-            .settled
-            .insert(key, (std::rc::Rc::clone(graph), std::rc::Rc::clone(&plan)));
+        self.engines.borrow_mut().settled.insert(
+            key,
+            (
+                std::rc::Rc::clone(graph),
+                std::rc::Rc::clone(&plan),
+                max_workspace,
+            ),
+        );
         Ok(plan)
     }
 

@@ -639,9 +639,13 @@ pub(crate) struct EngineCache {
     /// `DefaultAlgo`'s measured choice per problem and math type (benchmarking on).
     pub(crate) measured: BoundedCache<ProblemKey, Engine>,
     /// The plan a call settled on, per graph (by address, kept alive here), configuration
-    /// asked for and heuristic fallen back on (see `CudnnContext::first_plan`).
-    pub(crate) settled: BoundedCache<SettledKey, (std::rc::Rc<OpGraph>, std::rc::Rc<Plan>)>,
+    /// asked for and heuristic fallen back on, with the workspace bytes it had (see
+    /// `CudnnContext::first_plan`).
+    pub(crate) settled: BoundedCache<SettledKey, Settled>,
 }
+
+/// A settled plan, its graph (kept alive) and the workspace bytes the call had.
+pub(crate) type Settled = (std::rc::Rc<OpGraph>, std::rc::Rc<Plan>, usize);
 
 /// A graph's address, the configuration asked for, the heuristic to fall back on.
 pub(crate) type SettledKey = (usize, EngineConfig, Sources);
