@@ -100,13 +100,17 @@ impl Schedule {
 /// Calls per trial for a plan one call of which took `call_ms` (after its warm-up):
 /// enough to last [`TRIAL_MS`], from one to [`CALLS_PER_TRIAL`].
 fn calls_per_trial(call_ms: f32) -> usize {
+    calls_lasting(TRIAL_MS, call_ms, CALLS_PER_TRIAL)
+}
+
+/// Calls of `call_ms` each enough to last `ms`, from one to `most` (`most` when the call's
+/// time is no usable number).
+fn calls_lasting(ms: f32, call_ms: f32, most: usize) -> usize {
     if call_ms.is_nan() || call_ms <= 0.0 {
-        return CALLS_PER_TRIAL;
+        return most;
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
-    let calls = (TRIAL_MS / call_ms)
-        .ceil()
-        .clamp(1.0, CALLS_PER_TRIAL as f32) as usize;
+    let calls = (ms / call_ms).ceil().clamp(1.0, most as f32) as usize;
     calls
 }
 
@@ -183,19 +187,27 @@ impl CudnnContext {
         limit: usize,
         sources: graph::Sources,
     ) -> Result<Vec<std::rc::Rc<Plan>>> {
-        let mut out = Vec::new();
-        for c in graph::candidates(self.lib, graph, sources)? {
-            if out.len() >= limit {
-                break;
-            }
-            // An engine the heuristic lists may still refuse to build: skip it.
-            if let Ok(Some(plan)) =
-                self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
-            {
-                out.push(plan);
-            }
-        }
-        Ok(out)
+        Ok(self
+            .candidate_plans(graph, accept, sources)?
+            .take(limit)
+            .collect())
+    }
+
+    /// The plans of the engines `sources` list for the graph that build and pass
+    /// `accept`, best first, each built when the iterator reaches it.
+    fn candidate_plans<'a>(
+        &'a self,
+        graph: &'a std::rc::Rc<OpGraph>,
+        accept: &'a dyn Fn(&graph::Notes) -> bool,
+        sources: graph::Sources,
+    ) -> Result<impl Iterator<Item = std::rc::Rc<Plan>> + 'a> {
+        let listed = graph::candidates(self.lib, graph, sources)?;
+        // An engine the heuristic lists may still refuse to build: skipped.
+        Ok(listed.into_iter().filter_map(move |c| {
+            self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
+                .ok()
+                .flatten()
+        }))
     }
 
     pub(crate) fn no_engine(&self, p: &RawProblem<'_>, deterministic_only: bool) -> Error {
@@ -298,27 +310,16 @@ impl CudnnContext {
             }
         }
         let fits = |plan: &std::rc::Rc<Plan>| plan.workspace <= max_workspace;
-        let mut settled = None;
-        for c in std::iter::once(config).chain(also) {
-            if let Ok(Some(plan)) = self.engine_config_plan(graph, c, None, |_| true) {
-                if fits(&plan) {
-                    settled = Some(plan);
-                    break;
-                }
-            }
-        }
+        let mut settled = std::iter::once(config)
+            .chain(also)
+            .filter_map(|c| {
+                self.engine_config_plan(graph, c, None, |_| true)
+                    .ok()
+                    .flatten()
+            })
+            .find(fits);
         if settled.is_none() {
-            for c in graph::candidates(self.lib, graph, sources)? {
-                // An engine the heuristic lists may still refuse to build: skip it.
-                if let Ok(Some(plan)) =
-                    self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
-                {
-                    if fits(&plan) {
-                        settled = Some(plan);
-                        break;
-                    }
-                }
-            }
+            settled = self.candidate_plans(graph, accept, sources)?.find(fits);
         }
         let plan = settled.ok_or_else(|| self.no_engine(p, false))?;
         self.engines.borrow_mut().settled.insert(
@@ -673,10 +674,7 @@ impl CudnnContext {
         if close < 2 || fastest.is_nan() || fastest <= 0.0 {
             return Ok(());
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
-        let calls = ((REFINE_TRIAL_MS / fastest)
-            .ceil()
-            .clamp(1.0, REFINE_MAX_CALLS as f32)) as usize;
+        let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
         let mut best = [f32::INFINITY; REFINE_TOP];
         for _ in 0..3 {
             for (f, b) in found.iter().zip(best.iter_mut()).take(close) {
