@@ -408,9 +408,10 @@ def conv_input_grad(
     call of a problem times the candidates on scratch buffers (never ``out`` or the
     result) and later calls of that problem, in this process, run the fastest; on
     cached per-(device, stream) handles of its own, through the same native path as
-    the default for PyTorch tensors. Its choice can differ between processes. With ``handle=``, the
-    handle's own ``benchmark`` setting decides instead, so passing both is a
-    ``ValueError``. The CPU reference device has one algorithm and ignores it.
+    the default for PyTorch tensors. Its choice can differ between processes. With
+    ``handle=``, the handle's own ``benchmark`` setting decides instead, so passing
+    both is a ``ValueError``. The CPU reference device has one algorithm and ignores
+    it.
 
     ``out``: an array of ``grad_output``'s library (not JAX), of shape
     ``input_shape``, grad_output's dtype and device, dense, not overlapping the

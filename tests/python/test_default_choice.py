@@ -12,6 +12,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -339,6 +340,26 @@ def test_default_choice_handles_fresh_addresses_every_call(
         assert_close(got, problem.expected(), "bf16", problem.describe(), 5e-2)
 
 
+def _torch_call(
+    h: cd.Handle,
+    w: Any,
+    dy: Any,
+    dx: Any,
+    conv: cd.ConvolutionDescriptor,
+    algo: cd.Algorithm,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+) -> None:
+    # PyTorch tensors imported on h, the workspace the query asks for, one explicit call
+    # into dx; the imports are released on return.
+    wt = cd.Filter.from_dlpack(w, handle=h)
+    dyt = cd.Tensor.from_dlpack(dy, handle=h)
+    dxt = cd.Tensor.from_dlpack(dx, handle=h)
+    size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, algo)
+    ws = cd.Workspace(h, size) if size else None
+    h.convolution_backward_data(alpha, wt, dyt, conv, algo, ws, beta, dxt)
+
+
 @pytest.mark.gpu
 def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> None:
     # A training loop: fresh PyTorch tensors every call, imported on PyTorch's current
@@ -355,14 +376,9 @@ def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> 
         dx = torch.full((4, 8, 12, 12), float("nan"), device="cuda")
         if step % 2:
             w.requires_grad_()  # read as it is, the autograd graph is not exported
-        wt = cd.Filter.from_dlpack(w, handle=h)
-        dyt = cd.Tensor.from_dlpack(dy, handle=h)
-        dxt = cd.Tensor.from_dlpack(dx, handle=h)
-        size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, algo)
-        ws = cd.Workspace(h, size) if size else None
-        h.convolution_backward_data(1.0, wt, dyt, conv, algo, ws, 0.0, dxt)
+        _torch_call(h, w, dy, dx, conv, algo)
         expected = torch.nn.grad.conv2d_input(dx.shape, w.detach(), dy, padding=1)
-        del wt, dyt, dxt, w, dy
+        del w, dy
         torch.randn(4, 16, 12, 12, device="cuda").mul_(3.0)  # reuses the freed memory
         err = ((dx - expected).abs().max() / expected.abs().max()).item()
         assert err < 1e-5, f"step {step}: relative error {err}"
@@ -397,12 +413,7 @@ def test_choices_made_for_aligned_addresses_run_unaligned_ones_with_beta(
     dy = unaligned_channels_last(4, 32, 10, 10)
     dx = unaligned_channels_last(4, 16, 10, 10)
     dx_before = dx.double().clone()
-    wt = cd.Filter.from_dlpack(w, handle=h)
-    dyt = cd.Tensor.from_dlpack(dy, handle=h)
-    dxt = cd.Tensor.from_dlpack(dx, handle=h)
-    size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, chosen)
-    ws = cd.Workspace(h, size) if size else None
-    h.convolution_backward_data(0.5, wt, dyt, conv, chosen, ws, 1.0, dxt)
+    _torch_call(h, w, dy, dx, conv, chosen, alpha=0.5, beta=1.0)
     expected = (
         0.5 * torch.nn.grad.conv2d_input(dx.shape, w.double(), dy.double(), padding=1)
         + dx_before
