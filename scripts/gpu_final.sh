@@ -11,8 +11,11 @@
 #   bash scripts/gpu_final.sh final   # the GPU tests (pip cuDNN), then the training steps
 #   bash scripts/gpu_final.sh suites  # the anchor suite and the broad suite
 #   bash scripts/gpu_final.sh broad   # the broad suite, then bench/candidates.py on two rows
+#   bash scripts/gpu_final.sh survey  # the GPU tests, the broad suite at batch 1, bench/zoo.py
 #   bash scripts/gpu_final.sh look    # the broad suite, then train_probe.py --layers
 #   bash scripts/gpu_final.sh check   # the GPU tests (pip cuDNN), then the broad suite
+#                                     # (BROAD_BATCH=1 for its batch-1 rows; BROAD_MINUTES,
+#                                     # BROAD_LIMIT: its budget and time limit)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -110,7 +113,15 @@ check)  # the GPU tests (pip cuDNN), then the broad suite
   TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   memcheck_subset 100
-  TAIL=12 run broad 200 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3
+  TAIL=12 run broad "${BROAD_LIMIT:-200}" python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch "${BROAD_BATCH:-real}" --max-minutes "${BROAD_MINUTES:-3}"
+  ;;
+survey)  # the GPU tests (pip cuDNN), the broad suite's batch-1 rows, the layer zoo
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  TAIL=12 run broad 180 python3 bench/broad.py --csv "$out/broad.csv" --md "$out/broad.md" --batch 1 --max-minutes "${BROAD_MINUTES:-2.4}"
+  TAIL=60 run zoo 220 bash -c "cd bench && python3 zoo.py --csv $out/zoo.csv --max-minutes ${ZOO_MINUTES:-2.8} ${ZOO_ARGS:-}"
   ;;
 look)  # the broad suite, then each dgrad problem of two training variants timed alone
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.4

@@ -1,0 +1,339 @@
+"""Layer zoo (issue 14): every distinct convolution of many torchvision models, its input
+gradient by PyTorch's default (`aten.convolution_backward`, cudnn.benchmark off) and by
+cudnn_rs's default (`conv_input_grad`, as a user calls it from PyTorch), each timed alone
+by CUDA events over calls back to back (so a host-bound call shows its host time).
+
+The broad suite (bench/broad.py) holds one layer per family; this holds what real models
+contain (strided and 5x5 depthwise, squeeze-excite sizes, grouped with few channels per
+group, (2+1)-d video factorisations, ...), deduplicated across models, and weighs each
+problem by how often its model meets it. Shapes come from a forward pass on the meta
+device, so no weights are made.
+
+Usage (GPU machine):
+  python bench/zoo.py [--models a,b] [--configs f32:nchw,tf32:cl,f16:nchw,bf16:cl]
+                      [--batch N] [--csv zoo.csv] [--max-minutes 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import torchvision
+from broad import TOLERANCE, Timer, rel_err, set_torch_flags
+from torch import nn
+
+import cudnn_rs as cd
+
+# name: (builder, input shape without the batch, training batch)
+MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], int]] = {
+    "resnext50_32x4d": (torchvision.models.resnext50_32x4d, (3, 224, 224), 32),
+    "regnet_y_800mf": (torchvision.models.regnet_y_800mf, (3, 224, 224), 32),
+    "efficientnet_b0": (torchvision.models.efficientnet_b0, (3, 224, 224), 32),
+    "mobilenet_v2": (torchvision.models.mobilenet_v2, (3, 224, 224), 64),
+    "shufflenet_v2_x1_0": (torchvision.models.shufflenet_v2_x1_0, (3, 224, 224), 64),
+    "densenet121": (torchvision.models.densenet121, (3, 224, 224), 32),
+    "inception_v3": (
+        lambda: torchvision.models.inception_v3(init_weights=False, aux_logits=False),
+        (3, 299, 299),
+        32,
+    ),
+    "mnasnet1_0": (torchvision.models.mnasnet1_0, (3, 224, 224), 64),
+    "squeezenet1_1": (torchvision.models.squeezenet1_1, (3, 224, 224), 64),
+    "vgg11_bn": (torchvision.models.vgg11_bn, (3, 224, 224), 16),
+    "convnext_small": (torchvision.models.convnext_small, (3, 224, 224), 16),
+    "r2plus1d_18": (torchvision.models.video.r2plus1d_18, (3, 16, 112, 112), 4),
+    "mc3_18": (torchvision.models.video.mc3_18, (3, 16, 112, 112), 4),
+}
+
+DTYPES = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
+DEFAULT_CONFIGS = "f32:nchw,tf32:cl,f16:nchw,bf16:cl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Conv:
+    """One convolution problem (batch excluded; `out` is grad_output's shape)."""
+
+    x: tuple[int, ...]
+    w: tuple[int, ...]
+    out: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int
+
+    @property
+    def nd(self) -> int:
+        return len(self.stride)
+
+    def label(self) -> str:
+        k = "x".join(map(str, self.w[2:]))
+        kind = "dw" if self.groups == self.x[0] and self.groups > 1 else ""
+        kind = kind or (f"g{self.groups}" if self.groups > 1 else "")
+        s = "x".join(map(str, self.stride))
+        d = (
+            ""
+            if set(self.dilation) == {1}
+            else " d" + "x".join(map(str, self.dilation))
+        )
+        sp = "x".join(map(str, self.x[1:]))
+        return f"{k}{kind} {self.x[0]}->{self.w[0]} @{sp} s{s}{d}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str  # f32, tf32, f16, bf16
+    channels_last: bool
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return getattr(torch, DTYPES[self.name])
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{'cl' if self.channels_last else 'nchw'}"
+
+
+def parse_configs(text: str) -> list[Config]:
+    out = []
+    for item in text.split(","):
+        name, layout = item.strip().split(":")
+        if name not in DTYPES or layout not in ("nchw", "cl"):
+            raise SystemExit(
+                f"bad config {item!r}: dtype f32|tf32|f16|bf16, layout nchw|cl"
+            )
+        out.append(Config(name, layout == "cl"))
+    return out
+
+
+def model_convs(name: str) -> collections.Counter:
+    """The model's convolutions (batch excluded) and how often a forward pass meets each."""
+    build, shape, _ = MODELS[name]
+    seen: collections.Counter = collections.Counter()
+
+    def hook(mod, inputs, output):
+        if isinstance(mod.padding, str):  # 'same'/'valid': none in these models
+            return
+        seen[
+            Conv(
+                tuple(inputs[0].shape[1:]),
+                tuple(mod.weight.shape),
+                tuple(output.shape[1:]),
+                tuple(mod.stride),
+                tuple(mod.padding),
+                tuple(mod.dilation),
+                mod.groups,
+            )
+        ] += 1
+
+    with torch.device("meta"):
+        model = build().eval()
+        for mod in model.modules():
+            if isinstance(mod, (nn.Conv2d, nn.Conv3d)) and mod.padding_mode == "zeros":
+                mod.register_forward_hook(hook)
+        with torch.no_grad():
+            model(torch.empty((1, *shape)))
+    return seen
+
+
+def torch_dgrad(dy, x, w, c: Conv) -> torch.Tensor:
+    return torch.ops.aten.convolution_backward(
+        dy,
+        x,
+        w,
+        None,
+        list(c.stride),
+        list(c.padding),
+        list(c.dilation),
+        False,
+        [0] * c.nd,
+        c.groups,
+        [True, False, False],
+    )[0]
+
+
+def run_row(c: Conv, n: int, cfg: Config, timer: Timer, gen) -> dict:
+    dev = torch.device("cuda")
+    mf = torch.contiguous_format
+    if cfg.channels_last:
+        mf = torch.channels_last_3d if c.nd == 3 else torch.channels_last
+    fan = math.prod(c.w[1:])
+    w = (torch.randn(c.w, generator=gen) / math.sqrt(fan)).to(dev, cfg.dtype)
+    w = w.contiguous(memory_format=mf)
+    dy = torch.randn((n, *c.out), generator=gen).to(dev, cfg.dtype)
+    dy = dy.contiguous(memory_format=mf)
+    x_shape = (n, *c.x)
+    x = torch.empty(x_shape, device=dev, dtype=cfg.dtype, memory_format=mf)
+    set_torch_flags(tf32=False, benchmark=False)
+    ref = torch_dgrad(dy.float(), x.float(), w.float(), c).float()
+    set_torch_flags(tf32=cfg.name == "tf32", benchmark=False)
+    args = (c.stride, c.padding, c.dilation, c.groups)
+
+    def theirs():
+        return torch_dgrad(dy, x, w, c)
+
+    def ours():
+        return cd.conv_input_grad(x_shape, w, dy, *args)
+
+    rec: dict = {}
+    rec["torch_first_ms"] = timer.first_call_ms(theirs)
+    rec["ours_first_ms"] = timer.first_call_ms(ours)
+    # Calls between events: enough for about 2 ms of the slower call, 3 to 50.
+    est = max(timer.per_call_ms(theirs, reps=2, trials=1, warmup=1), 1e-3)
+    reps = int(min(50, max(3, 2.0 / est)))
+    rec["torch_ms"] = timer.per_call_ms(theirs, reps=reps)
+    rec["ours_ms"] = timer.per_call_ms(ours, reps=reps)
+    rec["ratio"] = rec["ours_ms"] / rec["torch_ms"]
+    kind = {"f32": "f32", "tf32": "tf32", "f16": "f16", "bf16": "bf16"}[cfg.name]
+    got = ours()
+    rec["relerr"] = rel_err(got, ref)
+    rec["layout_ok"] = got.is_contiguous(memory_format=mf)
+    rec["ok"] = rec["relerr"] <= TOLERANCE[kind] and rec["layout_ok"]
+    return rec
+
+
+def geo(values: list[float]) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(statistics.fmean(map(math.log, values))) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS)
+    ap.add_argument(
+        "--batch", type=int, default=0, help="0: each model's training batch"
+    )
+    ap.add_argument("--csv", default="zoo.csv")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--max-minutes", type=float, default=4.0)
+    ap.add_argument(
+        "--top", type=int, default=20, help="rows listed, slowest ratio first"
+    )
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("no CUDA device: the zoo times GPU calls", file=sys.stderr)
+        return 2
+    configs = parse_configs(args.configs)
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        print(f"unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+
+    # Problems in turns across models (a time cut then spares every model's first ones).
+    per_model: dict[str, list[tuple[Conv, int, int]]] = {}
+    for m in names:
+        try:
+            convs = model_convs(m)
+        except Exception as exc:  # a model this torchvision cannot trace: say so, go on
+            print(f"{m}: no shapes ({type(exc).__name__}: {exc})", flush=True)
+            continue
+        n = args.batch or MODELS[m][2]
+        per_model[m] = [(c, n, k) for c, k in convs.items()]
+        print(f"{m}: {len(convs)} distinct convolutions, batch {n}", flush=True)
+    order: list[tuple[Conv, int]] = []
+    where: dict[tuple[Conv, int], list[tuple[str, int]]] = collections.defaultdict(list)
+    for i in range(max((len(v) for v in per_model.values()), default=0)):
+        for m, probs in per_model.items():
+            if i < len(probs):
+                c, n, k = probs[i]
+                if (c, n) not in where:
+                    order.append((c, n))
+                where[(c, n)].append((m, k))
+
+    timer = Timer("cuda", 20, args.trials, warmup=3)
+    gen = torch.Generator().manual_seed(14)
+    print(
+        f"# zoo: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN "
+        f"{torch.backends.cudnn.version()}; {len(order)} problems x {len(configs)} configs",
+        flush=True,
+    )
+    rows: list[dict] = []
+    row_keys: list[tuple[Conv, int]] = []
+    start = time.perf_counter()
+    cut = 0
+    for i, (c, n) in enumerate(order):
+        if time.perf_counter() - start > args.max_minutes * 60:
+            cut = len(order) - i
+            break
+        for cfg in configs:
+            rec = {
+                "problem": c.label(),
+                "batch": n,
+                "config": cfg.label,
+                "models": " ".join(f"{m}x{k}" for m, k in where[(c, n)]),
+            }
+            try:
+                rec |= run_row(c, n, cfg, timer, gen)
+            except Exception as exc:
+                rec["error"] = f"{type(exc).__name__}: {exc}"[:120]
+                rec["ok"] = False
+            rows.append(rec)
+            row_keys.append((c, n))
+            if "ratio" in rec:
+                print(
+                    f"[{len(rows)} {time.perf_counter() - start:4.0f}s] {rec['problem']:34} "
+                    f"N={n:<3} {cfg.label:9} torch {rec['torch_ms']:.4f} ours "
+                    f"{rec['ours_ms']:.4f} ({rec['ratio']:.3f}) first {rec['ours_first_ms']:.1f}"
+                    f"/{rec['torch_first_ms']:.1f} ms{'' if rec['ok'] else ' WRONG'}",
+                    flush=True,
+                )
+            else:
+                print(
+                    f"[{len(rows)}] {rec['problem']} {cfg.label}: {rec['error']}",
+                    flush=True,
+                )
+            torch.cuda.empty_cache()
+    keys = sorted({k for r in rows for k in r}, key=lambda k: (k not in rows[0], k))
+    with open(args.csv, "w") as f:
+        f.write(",".join(keys) + "\n")
+        for r in rows:
+            f.write(",".join(str(r.get(k, "")).replace(",", ";") for k in keys) + "\n")
+
+    timed = [(r, key) for r, key in zip(rows, row_keys, strict=True) if "ratio" in r]
+    print(
+        f"\n{len(timed)} rows timed, {len(rows) - len(timed)} failed, {cut} problems cut"
+    )
+    print(f"wrong results: {sum(1 for r in rows if not r.get('ok'))}")
+    print("| config | rows | geo-mean ours/torch | worst | rows > 1.05 |")
+    print("| --- | --- | --- | --- | --- |")
+    for cfg in configs:
+        rs = [r["ratio"] for r, _ in timed if r["config"] == cfg.label]
+        if rs:
+            over = sum(1 for x in rs if x > 1.05)
+            print(
+                f"| {cfg.label} | {len(rs)} | {geo(rs):.3f} | {max(rs):.3f} | {over} |"
+            )
+    print("\nper model, layer time summed as a step meets it (ours / torch):")
+    for m in per_model:
+        for cfg in configs:
+            t = o = 0.0
+            for r, key in timed:
+                if r["config"] != cfg.label:
+                    continue
+                for mm, k in where[key]:
+                    if mm == m:
+                        t += k * r["torch_ms"]
+                        o += k * r["ours_ms"]
+            if t:
+                print(f"  {m:20} {cfg.label:9} {o:8.3f} / {t:8.3f} ms = {o / t:.3f}")
+    print(f"\nslowest {args.top} rows:")
+    for r, _ in sorted(timed, key=lambda rk: -rk[0]["ratio"])[: args.top]:
+        print(
+            f"  {r['ratio']:.3f} {r['problem']:34} N={r['batch']:<3} {r['config']:9} "
+            f"torch {r['torch_ms']:.4f} ours {r['ours_ms']:.4f} ({r['models']})"
+        )
+    print(f"total {time.perf_counter() - start:.0f} s; csv: {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
