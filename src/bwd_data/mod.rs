@@ -6,8 +6,8 @@
 //! - `graph.rs`: the graph-API objects of this operation (op graph, plans, variant packs);
 //! - `engine.rs`: the context's graph-API path (plans kept, engine heuristics, autotune);
 //! - `policy.rs`: the default choice (`DefaultAlgo`), measured tier and saved caches;
-//! - `twin.rs`, `transposed.rs`: depthwise f32 NCHW problems run through their NHWC twin
-//!   by the default choice;
+//! - `twin.rs`, `transposed.rs`: depthwise NCHW problems (f32; large strided f16/bf16)
+//!   run through their NHWC twin by the default choice;
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls).

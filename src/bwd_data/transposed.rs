@@ -1,4 +1,4 @@
-//! Depthwise f32 convolutions stored NCHW, run through their NHWC twin (see `twin.rs`
+//! Depthwise convolutions stored NCHW, run through their NHWC twin (see `twin.rs`
 //! for which problems and why): dy converted to NHWC in the workspace
 //! (`cudnnTransformTensor`), the twin's default engine into an NHWC dx in the
 //! workspace, that converted into the caller's dx with alpha and beta.
@@ -85,7 +85,7 @@ impl CudnnContext {
             // SAFETY: the descriptors are live and describe the memory: the caller's dy
             // and dx (this function's contract) and the twins inside the workspace, which
             // was checked above to hold both and the plan's own workspace; the scalars
-            // live across the calls and have the type cuDNN reads for f32 data.
+            // live across the calls and have the type cuDNN reads for the data type.
             unsafe {
                 let to_twin = (lib.api.cudnnTransformTensor)(
                     handle,

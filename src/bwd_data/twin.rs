@@ -1,12 +1,14 @@
-//! The NHWC twin of a depthwise f32 NCHW problem: which problems have one, its
-//! descriptors and the workspace layout of a call through it (the running is in
-//! `transposed.rs`).
+//! The NHWC twin of a depthwise NCHW problem: which problems have one, its descriptors
+//! and the workspace layout of a call through it (the running is in `transposed.rs`).
 //!
 //! Why:
 //! cuDNN's NCHW engines for depthwise f32 convolutions are several times slower than its
 //! NHWC one (on the H200: 3.6x on a 3x3 256-channel layer, 3x on a 7x7 384-channel one,
 //! 15x on MobileNet-V3's first depthwise layer), more than converting the layouts costs.
-//! PyTorch does not use cuDNN there at all (its own depthwise kernel). So the default
+//! In half precision the NCHW engines are as fast as PyTorch's own kernels at stride 1,
+//! but strided ones are 4-5x slower than the NHWC engine (on the H200, EfficientNet's and
+//! MnasNet's 5x5 stride-2 layers: 0.54 ms against 0.11; PyTorch's own kernel 0.32). PyTorch
+//! does not use cuDNN for most of these (its own depthwise kernel). So the default
 //! choice (`DefaultAlgo`, untimed or measured) runs such a problem as its NHWC twin:
 //! it converts dy to NHWC in the workspace (`cudnnTransformTensor`), runs the twin's
 //! default engine into an NHWC dx in the workspace, and converts that into the caller's
@@ -18,9 +20,13 @@ use crate::data_type::DType;
 use crate::problem::RawProblem;
 use crate::tensor::{Format, RawDescriptor};
 
-/// The smallest dx (elements) worth converting: below, the two conversions' launches
+/// The smallest f32 dx (elements) worth converting: below, the two conversions' launches
 /// cost about what the faster engine saves.
 pub(crate) const MIN_ELEMENTS: usize = 1 << 16;
+/// The smallest half-precision dx (elements) worth converting, for a strided problem (on
+/// the H200 at batch 1, with dx of 0.1-1.2 million elements, the NCHW engines run in
+/// 14-24 us, about what the conversions alone cost).
+pub(crate) const MIN_HALF_ELEMENTS: usize = 1 << 20;
 /// Alignment of the buffers inside the workspace.
 pub(crate) const ALIGN: usize = 256;
 
@@ -59,18 +65,26 @@ impl Twin {
     }
 }
 
-/// Whether the default choice runs `p` through its NHWC twin: f32 data and compute,
-/// every operand NCHW, a 2-d depthwise convolution (groups > 1, one input channel per
-/// group), dx of at least [`MIN_ELEMENTS`] elements.
+/// Whether the default choice runs `p` through its NHWC twin: every operand NCHW, a 2-d
+/// depthwise convolution (groups > 1, one input channel per group), f32 compute, and
+/// either f32 data with dx of at least [`MIN_ELEMENTS`] elements, or f16/bf16 data, a
+/// stride above 1 and dx of at least [`MIN_HALF_ELEMENTS`] elements.
 pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
-    let f32s = [p.w.dtype(), p.dy.dtype(), p.dx.dtype(), p.conv.comp()]
-        .iter()
-        .all(|&d| d == DType::F32);
+    let data = p.dx.dtype();
+    let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == DType::F32;
     let nchw = [p.w.format(), p.dy.format(), p.dx.format()]
         .iter()
         .all(|&f| f == Format::Nchw);
-    let depthwise = p.conv.params().groups > 1 && p.w.shape().get(1) == Some(&1);
-    f32s && nchw && depthwise && p.conv.spatial_dims() == 2 && p.dx.len() >= MIN_ELEMENTS
+    let params = p.conv.params();
+    let depthwise = params.groups > 1 && p.w.shape().get(1) == Some(&1);
+    let large = match data {
+        DType::F32 => p.dx.len() >= MIN_ELEMENTS,
+        DType::F16 | DType::BF16 => {
+            params.stride.iter().any(|&s| s > 1) && p.dx.len() >= MIN_HALF_ELEMENTS
+        }
+        _ => false,
+    };
+    same && nchw && depthwise && large && p.conv.spatial_dims() == 2
 }
 
 /// Byte offsets in the workspace: dy's twin at 0, dx's twin, then the engine's own.
@@ -95,12 +109,14 @@ mod tests {
     use crate::math_type::MathType;
     use crate::tensor::Role;
 
+    /// A 3x3 (padding 1) problem of `stride`.
     fn problem_parts(
         dtype: DType,
         format: Format,
         x: [usize; 4],
         w: [usize; 4],
         groups: usize,
+        stride: usize,
     ) -> (
         RawDescriptor,
         RawDescriptor,
@@ -109,7 +125,7 @@ mod tests {
     ) {
         let params = ConvParams::new(
             &[1, 1],
-            &[1, 1],
+            &[stride as i64; 2],
             &[1, 1],
             groups as i64,
             ConvolutionMode::CrossCorrelation,
@@ -117,7 +133,8 @@ mod tests {
         .expect("valid parameters");
         let conv =
             RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).expect("conv");
-        let y = [x[0], w[0], x[2], x[3]];
+        let out = |d: usize| (d - 1) / stride + 1;
+        let y = [x[0], w[0], out(x[2]), out(x[3])];
         (
             RawDescriptor::new(Role::Filter, dtype, format, &w).expect("w"),
             RawDescriptor::new(Role::Tensor, dtype, format, &y).expect("dy"),
@@ -133,7 +150,18 @@ mod tests {
         w: [usize; 4],
         groups: usize,
     ) -> bool {
-        let (wd, dy, dx, conv) = problem_parts(dtype, format, x, w, groups);
+        qualifies_strided(dtype, format, x, w, groups, 1)
+    }
+
+    fn qualifies_strided(
+        dtype: DType,
+        format: Format,
+        x: [usize; 4],
+        w: [usize; 4],
+        groups: usize,
+        stride: usize,
+    ) -> bool {
+        let (wd, dy, dx, conv) = problem_parts(dtype, format, x, w, groups, stride);
         let p = RawProblem {
             w: &wd,
             dy: &dy,
@@ -161,7 +189,7 @@ mod tests {
         );
         assert!(
             !qualifies_for(DType::F16, Format::Nchw, x, w, 64),
-            "half: NCHW engines are fine"
+            "half at stride 1: NCHW engines are fine"
         );
         assert!(
             !qualifies_for(DType::F32, Format::Nchw, x, [64, 64, 3, 3], 1),
@@ -178,9 +206,40 @@ mod tests {
     }
 
     #[test]
+    fn only_large_strided_half_nchw_depthwise_problems_take_the_twin() {
+        // dx: 16 * 64 * 32 * 32 = 2^20 elements.
+        let (x, w) = ([16, 64, 32, 32], [64, 1, 3, 3]);
+        for dtype in [DType::F16, DType::BF16] {
+            assert!(qualifies_strided(dtype, Format::Nchw, x, w, 64, 2));
+            assert!(
+                !qualifies_strided(dtype, Format::Nchw, x, w, 64, 1),
+                "stride 1"
+            );
+            assert!(
+                !qualifies_strided(dtype, Format::Nchw, [15, 64, 32, 32], w, 64, 2),
+                "small"
+            );
+            assert!(
+                !qualifies_strided(dtype, Format::Nhwc, x, w, 64, 2),
+                "already NHWC"
+            );
+            assert!(
+                !qualifies_strided(dtype, Format::Nchw, x, [64, 64, 3, 3], 1, 2),
+                "dense"
+            );
+        }
+    }
+
+    #[test]
     fn the_twin_is_nhwc_with_the_same_shapes_and_the_layout_is_aligned() {
-        let (wd, dy, dx, conv) =
-            problem_parts(DType::F32, Format::Nchw, [8, 64, 32, 33], [64, 1, 3, 3], 64);
+        let (wd, dy, dx, conv) = problem_parts(
+            DType::F32,
+            Format::Nchw,
+            [8, 64, 32, 33],
+            [64, 1, 3, 3],
+            64,
+            1,
+        );
         let p = RawProblem {
             w: &wd,
             dy: &dy,

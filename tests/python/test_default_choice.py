@@ -421,3 +421,45 @@ def test_choices_made_for_aligned_addresses_run_unaligned_ones_with_beta(
     err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
     tol = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-4}[dtype]
     assert err < tol, f"{dtype} {algo}: relative error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_strided_half_depthwise_nchw_runs_through_its_nhwc_twin(
+    gpu: cd.Handle, dtype: str
+) -> None:
+    # A large strided depthwise layer in half precision, stored NCHW (EfficientNet's 5x5
+    # stride-2 kind): the default choice runs it as its NHWC twin, so the workspace it
+    # asks for holds NHWC copies of dy and dx; alpha and beta apply when dx is converted
+    # back.
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    dt = getattr(torch, dtype)
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    conv = cd.ConvolutionDescriptor(padding=(2, 2), stride=(2, 2), groups=64)
+    w = torch.randn(64, 1, 5, 5, device="cuda", dtype=dt, generator=gen) / 5
+    dy = torch.randn(16, 64, 16, 16, device="cuda", dtype=dt, generator=gen)
+    dx = torch.randn(16, 64, 32, 32, device="cuda", dtype=dt, generator=gen)
+    dx_before = dx.double().clone()
+    wt, dyt, dxt = (
+        cd.Filter.from_dlpack(w, handle=h),
+        cd.Tensor.from_dlpack(dy, handle=h),
+        cd.Tensor.from_dlpack(dx, handle=h),
+    )
+    size = h.get_convolution_backward_data_workspace_size(
+        wt, dyt, dxt, conv, cd.DefaultAlgo()
+    )
+    twin_bytes = (dy.numel() + dx.numel()) * dx.element_size()
+    assert size >= twin_bytes, f"workspace {size} bytes cannot hold the NHWC copies"
+    del wt, dyt, dxt
+    _torch_call(h, w, dy, dx, conv, cd.DefaultAlgo(), alpha=0.5, beta=1.0)
+    expected = (
+        0.5
+        * torch.nn.grad.conv2d_input(
+            dx.shape, w.double(), dy.double(), stride=2, padding=2, groups=64
+        )
+        + dx_before
+    )
+    err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+    tol = {"float16": 1e-2, "bfloat16": 5e-2}[dtype]
+    assert err < tol, f"{dtype}: relative error {err}"

@@ -32,6 +32,15 @@ CASES = {
     "3d": ((2, 4, 6, 7, 5), (8, 4, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
     # Large enough that the default choice runs f32 NCHW through the NHWC twin.
     "2d-depthwise": ((4, 32, 40, 40), (32, 1, 3, 3), (1, 1), (1, 1), (1, 1), 32),
+    # Strided, with dx of 2^20 elements: f16/bf16 NCHW run through the NHWC twin too.
+    "2d-depthwise-strided": (
+        (16, 64, 32, 32),
+        (64, 1, 5, 5),
+        (2, 2),
+        (2, 2),
+        (1, 1),
+        64,
+    ),
 }
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
