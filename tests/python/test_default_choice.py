@@ -463,3 +463,47 @@ def test_strided_half_depthwise_nchw_runs_through_its_nhwc_twin(
     err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
     tol = {"float16": 1e-2, "bfloat16": 5e-2}[dtype]
     assert err < tol, f"{dtype}: relative error {err}"
+
+
+@pytest.mark.gpu
+def test_interleaved_repeated_calls_replay_with_fresh_values(gpu: cd.Handle) -> None:
+    # A training step's calls in turn, with the same operands and workspace every step:
+    # from the second step on each call is replayed as a captured CUDA graph. Each step
+    # writes new values into dy (in place) and poisons dx, so a replay that read or wrote
+    # anything but the call's own operands at the time of the call would show.
+    torch = pytest.importorskip("torch")
+    torch.backends.cudnn.allow_tf32 = False
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    algo = cd.DefaultAlgo()
+    layers = []
+    for c, k, stride, groups in ((8, 16, 1, 1), (16, 16, 2, 16), (16, 32, 1, 2)):
+        conv = cd.ConvolutionDescriptor(
+            padding=(1, 1),
+            stride=(stride, stride),
+            groups=groups,
+            math_type=cd.MathType.Fma,
+        )
+        w = torch.randn(k, c // groups, 3, 3, device="cuda", generator=gen)
+        dy = torch.empty(4, k, 12 // stride, 12 // stride, device="cuda")
+        dx = torch.empty(4, c, 12, 12, device="cuda")
+        ops = (
+            cd.Filter.from_dlpack(w, handle=h),
+            cd.Tensor.from_dlpack(dy, handle=h),
+            cd.Tensor.from_dlpack(dx, handle=h),
+        )
+        size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
+        layers.append((conv, stride, groups, w, dy, dx, ops, size or 0))
+    most = max(layer[-1] for layer in layers)
+    ws = cd.Workspace(h, most) if most else None
+    for step in range(5):
+        for i, (conv, stride, groups, w, dy, dx, ops, _) in enumerate(layers):
+            dy.copy_(torch.randn(dy.shape, device="cuda", generator=gen))
+            dx.fill_(float("nan"))
+            wt, dyt, dxt = ops
+            h.convolution_backward_data(1.0, wt, dyt, conv, algo, ws, 0.0, dxt)
+            expected = torch.nn.grad.conv2d_input(
+                dx.shape, w, dy, stride=stride, padding=1, groups=groups
+            )
+            err = ((dx - expected).abs().max() / expected.abs().max()).item()
+            assert err < 1e-5, f"step {step}, layer {i}: relative error {err}"
