@@ -230,7 +230,10 @@ impl CudnnContext {
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {
-        self.benchmark.set(on);
+        if self.benchmark.replace(on) != on {
+            // Captured calls of `DefaultAlgo` ran the other setting's choice.
+            self.graphs.borrow_mut().clear();
+        }
     }
 
     /// Whether [`crate::DefaultAlgo`] measures (see [`Self::set_benchmark`]).

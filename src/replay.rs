@@ -181,6 +181,19 @@ impl<P: PartialEq + Clone> GraphCache<P> {
         });
     }
 
+    /// Forgets every captured and remembered call (the private stream stays): for when
+    /// what a key runs may have changed, e.g. the default choice by benchmarking.
+    pub(crate) fn clear(&mut self) {
+        for e in self.entries.drain(..) {
+            if let Some(exec) = e.exec {
+                destroy_exec(exec);
+            }
+        }
+        self.seen.clear();
+        self.pending = None;
+        self.wasted = 0;
+    }
+
     /// The private capture stream, made on first use.
     pub(crate) fn side_stream(&mut self) -> Option<sys::CUstream> {
         if self.side.is_none() {
@@ -384,6 +397,13 @@ mod tests {
         // before their next turn.
         assert_eq!(captures(&mut cache), MAX_ENTRIES + WASTE_LIMIT);
         assert_eq!(captures(&mut cache), 0, "capturing stopped");
+        cache.clear();
+        assert_eq!(captures(&mut cache), 0, "after clear: every call new again");
+        assert_eq!(
+            captures(&mut cache),
+            MAX_ENTRIES + WASTE_LIMIT,
+            "and captured"
+        );
     }
 
     #[test]

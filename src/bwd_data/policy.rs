@@ -68,6 +68,8 @@ impl CudnnContext {
             return false;
         };
         self.engines.borrow_mut().measured.insert(key, engine);
+        // A captured call of this problem may have run another choice.
+        self.graphs.borrow_mut().clear();
         true
     }
 
