@@ -150,13 +150,14 @@ impl<P: PartialEq + Clone> GraphCache<P> {
         Plan::Direct
     }
 
-    /// Records the outcome of the capture [`Self::plan`] asked for last.
-    pub(crate) fn store(&mut self, exec: Option<sys::CUgraphExec>) {
+    /// Records the outcome of the capture [`Self::plan`] asked for last; `false` when there
+    /// was none to record (the graph is then destroyed).
+    pub(crate) fn store(&mut self, exec: Option<sys::CUgraphExec>) -> bool {
         let Some(key) = self.pending.take() else {
             if let Some(exec) = exec {
                 destroy_exec(exec);
             }
-            return;
+            return false;
         };
         if self.entries.len() >= MAX_ENTRIES {
             let oldest = self
@@ -179,6 +180,7 @@ impl<P: PartialEq + Clone> GraphCache<P> {
             used: self.clock,
             replayed: false,
         });
+        true
     }
 
     /// Forgets every captured and remembered call (the private stream stays): for when
@@ -249,16 +251,18 @@ pub(crate) unsafe fn replay_or_capture<P: PartialEq + Clone>(
         Plan::Direct => Ok(false),
         Plan::Capture => {
             let Some(side) = cache.borrow_mut().side_stream() else {
-                cache.borrow_mut().store(None);
+                let _ = cache.borrow_mut().store(None);
                 return Ok(false);
             };
             // SAFETY: `side` is this context's live private stream; `issue` only enqueues
             // the call there (this function's contract).
             let exec = unsafe { capture(side, issue) };
+            // Kept (or destroyed) by the cache whatever happens next.
+            let kept = cache.borrow_mut().store(exec);
             restore()?;
-            cache.borrow_mut().store(exec);
-            // SAFETY: as for `Plan::Replay`: captured just now from this very call.
-            Ok(exec.is_some_and(|e| unsafe { launch(e, stream) }))
+            // SAFETY: as for `Plan::Replay`: captured just now from this very call, and
+            // kept in the cache (nothing evicts it before this launch).
+            Ok(kept && exec.is_some_and(|e| unsafe { launch(e, stream) }))
         }
     }
 }
@@ -354,7 +358,7 @@ mod tests {
     fn call(cache: &mut GraphCache<u64>, i: u64) -> Plan {
         let plan = cache.plan(|p| *p == i, || i, &ptrs(i), 1.0, 0.0);
         if plan == Plan::Capture {
-            cache.store(None);
+            assert!(cache.store(None), "a capture asked for is recorded");
         }
         plan
     }
@@ -362,6 +366,7 @@ mod tests {
     #[test]
     fn a_call_seen_again_among_others_is_captured_once() {
         let mut cache = GraphCache::new();
+        assert!(!cache.store(None), "no capture was asked for");
         assert_eq!(call(&mut cache, 1), Plan::Direct, "first sight");
         assert_eq!(call(&mut cache, 2), Plan::Direct, "first sight");
         assert_eq!(
