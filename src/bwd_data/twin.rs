@@ -6,7 +6,7 @@
 //! NHWC one (on the H200: 3.6x on a 3x3 256-channel layer, 3x on a 7x7 384-channel one,
 //! 15x on MobileNet-V3's first depthwise layer), more than converting the layouts costs.
 //! In half precision the NCHW engines are as fast as PyTorch's own kernels at stride 1,
-//! but strided ones are 4-5x slower than the NHWC engine (on the H200, EfficientNet's and
+//! but strided ones are 3-5.5x slower than the NHWC engine (on the H200, EfficientNet's and
 //! MnasNet's 5x5 stride-2 layers: 0.54 ms against 0.11; PyTorch's own kernel 0.32). PyTorch
 //! does not use cuDNN for most of these (its own depthwise kernel). So the default
 //! choice (`DefaultAlgo`, untimed or measured) runs such a problem as its NHWC twin:
@@ -23,9 +23,11 @@ use crate::tensor::{Format, RawDescriptor};
 /// The smallest f32 dx (elements) worth converting: below, the two conversions' launches
 /// cost about what the faster engine saves.
 pub(crate) const MIN_ELEMENTS: usize = 1 << 16;
-/// The smallest half-precision dx (elements) worth converting, for a strided problem (on
-/// the H200 at batch 1, with dx of 0.1-1.2 million elements, the NCHW engines run in
-/// 14-24 us, about what the conversions alone cost).
+/// The smallest half-precision dx (elements) worth converting, for a strided problem. On
+/// the H200 (`bench/dw_probe.py`), at batch 1 with dx of 0.1-1.2 million elements,
+/// `conv_input_grad` through the NCHW engines took 14-28 us a call, and through NHWC
+/// copies made by PyTorch 41-82 us; at training batches (dx of 3-77 million elements)
+/// the NHWC route won on every strided layer.
 pub(crate) const MIN_HALF_ELEMENTS: usize = 1 << 20;
 /// Alignment of the buffers inside the workspace.
 pub(crate) const ALIGN: usize = 256;
