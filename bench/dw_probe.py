@@ -19,6 +19,7 @@ import time
 import torch
 from broad import Timer, torch_kernels
 from zoo import MODELS, Conv, model_convs
+from zoo import torch_dgrad as dgrad
 
 import cudnn_rs as cd
 
@@ -29,22 +30,6 @@ DW_MODELS = (
     "shufflenet_v2_x1_0",
     "convnext_small",
 )
-
-
-def dgrad(dy, x, w, c: Conv):
-    return torch.ops.aten.convolution_backward(
-        dy,
-        x,
-        w,
-        None,
-        list(c.stride),
-        list(c.padding),
-        list(c.dilation),
-        False,
-        [0] * c.nd,
-        c.groups,
-        [True, False, False],
-    )[0]
 
 
 def tensors(c: Conv, n: int, dt, cl: bool):
