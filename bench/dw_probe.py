@@ -18,8 +18,8 @@ import time
 
 import torch
 from broad import Timer, torch_kernels
+from broad import torch_dgrad as dgrad
 from zoo import MODELS, Conv, model_convs
-from zoo import torch_dgrad as dgrad
 
 import cudnn_rs as cd
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import torch
 import torchvision
-from broad import TOLERANCE, Timer, rel_err, set_torch_flags
+from broad import TOLERANCE, Timer, rel_err, set_torch_flags, torch_dgrad
 from torch import nn
 
 import cudnn_rs as cd
@@ -141,22 +141,6 @@ def model_convs(name: str) -> collections.Counter:
         with torch.no_grad():
             model(torch.empty((1, *shape)))
     return seen
-
-
-def torch_dgrad(dy, x, w, c: Conv) -> torch.Tensor:
-    return torch.ops.aten.convolution_backward(
-        dy,
-        x,
-        w,
-        None,
-        list(c.stride),
-        list(c.padding),
-        list(c.dilation),
-        False,
-        [0] * c.nd,
-        c.groups,
-        [True, False, False],
-    )[0]
 
 
 def run_row(c: Conv, n: int, cfg: Config, timer: Timer, gen) -> dict:

@@ -151,16 +151,6 @@ mod tests {
         x: [usize; 4],
         w: [usize; 4],
         groups: usize,
-    ) -> bool {
-        qualifies_strided(dtype, format, x, w, groups, 1)
-    }
-
-    fn qualifies_strided(
-        dtype: DType,
-        format: Format,
-        x: [usize; 4],
-        w: [usize; 4],
-        groups: usize,
         stride: usize,
     ) -> bool {
         let (wd, dy, dx, conv) = problem_parts(dtype, format, x, w, groups, stride);
@@ -176,33 +166,34 @@ mod tests {
     #[test]
     fn only_large_f32_nchw_depthwise_problems_take_the_twin() {
         let (x, w) = ([8, 64, 32, 32], [64, 1, 3, 3]);
-        assert!(qualifies_for(DType::F32, Format::Nchw, x, w, 64));
+        assert!(qualifies_for(DType::F32, Format::Nchw, x, w, 64, 1));
         // Channel multiplier 2 (K = 2 C): still one input channel per group.
         assert!(qualifies_for(
             DType::F32,
             Format::Nchw,
             x,
             [128, 1, 3, 3],
-            64
+            64,
+            1
         ));
         assert!(
-            !qualifies_for(DType::F32, Format::Nhwc, x, w, 64),
+            !qualifies_for(DType::F32, Format::Nhwc, x, w, 64, 1),
             "already NHWC"
         );
         assert!(
-            !qualifies_for(DType::F16, Format::Nchw, x, w, 64),
+            !qualifies_for(DType::F16, Format::Nchw, x, w, 64, 1),
             "half at stride 1: NCHW engines are fine"
         );
         assert!(
-            !qualifies_for(DType::F32, Format::Nchw, x, [64, 64, 3, 3], 1),
+            !qualifies_for(DType::F32, Format::Nchw, x, [64, 64, 3, 3], 1, 1),
             "dense"
         );
         assert!(
-            !qualifies_for(DType::F32, Format::Nchw, x, [64, 2, 3, 3], 32),
+            !qualifies_for(DType::F32, Format::Nchw, x, [64, 2, 3, 3], 32, 1),
             "two channels a group"
         );
         assert!(
-            !qualifies_for(DType::F32, Format::Nchw, [1, 64, 8, 8], w, 64),
+            !qualifies_for(DType::F32, Format::Nchw, [1, 64, 8, 8], w, 64, 1),
             "small"
         );
     }
@@ -212,21 +203,18 @@ mod tests {
         // dx: 16 * 64 * 32 * 32 = 2^20 elements.
         let (x, w) = ([16, 64, 32, 32], [64, 1, 3, 3]);
         for dtype in [DType::F16, DType::BF16] {
-            assert!(qualifies_strided(dtype, Format::Nchw, x, w, 64, 2));
+            assert!(qualifies_for(dtype, Format::Nchw, x, w, 64, 2));
+            assert!(!qualifies_for(dtype, Format::Nchw, x, w, 64, 1), "stride 1");
             assert!(
-                !qualifies_strided(dtype, Format::Nchw, x, w, 64, 1),
-                "stride 1"
-            );
-            assert!(
-                !qualifies_strided(dtype, Format::Nchw, [15, 64, 32, 32], w, 64, 2),
+                !qualifies_for(dtype, Format::Nchw, [15, 64, 32, 32], w, 64, 2),
                 "small"
             );
             assert!(
-                !qualifies_strided(dtype, Format::Nhwc, x, w, 64, 2),
+                !qualifies_for(dtype, Format::Nhwc, x, w, 64, 2),
                 "already NHWC"
             );
             assert!(
-                !qualifies_strided(dtype, Format::Nchw, x, [64, 64, 3, 3], 1, 2),
+                !qualifies_for(dtype, Format::Nchw, x, [64, 64, 3, 3], 1, 2),
                 "dense"
             );
         }
