@@ -658,6 +658,10 @@ class Ours:
             out["ours_measured_timed"], out["ours_measured_cut"] = (
                 self.hm.last_find_report()
             )
+        if self.hm is not None and hasattr(self.hm, "last_find_timing"):
+            # Where the first sight's measurement spent its time (ms).
+            for part, ms in self.hm.last_find_timing().items():
+                out[f"ours_find_{part}_ms"] = ms
         return out | self._check_and_time("ours_measured", holder[0], dx, p, timer)
 
     def one_call(self, p: Problem, timer: Timer) -> dict:

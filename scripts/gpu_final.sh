@@ -16,6 +16,10 @@
 #   bash scripts/gpu_final.sh check   # the GPU tests (pip cuDNN), then the broad suite
 #                                     # (BROAD_BATCH=1 for its batch-1 rows; BROAD_MINUTES,
 #                                     # BROAD_LIMIT: its budget and time limit)
+#   bash scripts/gpu_final.sh first   # the default-choice tests, then the measured tier's
+#                                     # first sights with their breakdown and per-configuration
+#                                     # trace (bench/first_sight.py; FIRST_ARGS, FIRST_MINUTES);
+#                                     # with ZOO_ARGS the zoo, with BROAD_MINUTES the broad suite
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -122,6 +126,16 @@ survey)  # the GPU tests (pip cuDNN), the broad suite's batch-1 rows, the layer 
   TAIL=6 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   TAIL=12 run broad 180 python3 bench/broad.py --csv "$out/broad.csv" --md "$out/broad.md" --batch 1 --max-minutes "${BROAD_MINUTES:-2.4}"
   TAIL=60 run zoo 220 bash -c "cd bench && python3 zoo.py --csv $out/zoo.csv --max-minutes ${ZOO_MINUTES:-2.8} ${ZOO_ARGS:-}"
+  ;;
+first)  # where the measured tier's first sights spend their time, per configuration
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  TAIL=6 run pytest_default 150 python3 -m pytest tests/python/test_default_choice.py -q -rs -x -p no:cacheprovider
+  TAIL=8 run first_sight "${FIRST_LIMIT:-300}" env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 first_sight.py --csv $out/first_sight.csv --max-minutes ${FIRST_MINUTES:-4} ${FIRST_ARGS:-} 2>$out/find_trace.txt"
+  gzip -f "$out/find_trace.txt"
+  [ -n "${ZOO_ARGS:-}" ] && TAIL=20 run zoo 150 bash -c "cd bench && python3 zoo.py --csv $out/zoo.csv --max-minutes ${ZOO_MINUTES:-1.5} $ZOO_ARGS"
+  [ -n "${BROAD_MINUTES:-}" ] && TAIL=14 run broad "${BROAD_LIMIT:-330}" python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" \
+    --md "$out/broad.md" --batch "${BROAD_BATCH:-real}" --max-minutes "$BROAD_MINUTES"
   ;;
 look)  # the broad suite, then each dgrad problem of two training variants timed alone
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.4

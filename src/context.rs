@@ -46,9 +46,28 @@ pub struct CudnnContext {
     pub(crate) benchmark_budget: std::cell::Cell<std::time::Duration>,
     /// `(timed, left out)` of the last engine measurement.
     pub(crate) last_find: std::cell::Cell<(usize, usize)>,
+    /// Where the last engine measurement's time went.
+    pub(crate) last_find_timing: std::cell::Cell<FindTiming>,
     /// Measured algorithms and engines by problem: the cache every find goes through
     /// (typed Rust and Python), saved by [`Self::save_algorithm_cache`].
     pub(crate) finds: FindCache,
+}
+
+/// Where an engine measurement's wall time went (see [`CudnnContext::last_find_timing`]).
+/// The parts need not add up to `total`: the rest is setting up (scratch buffers, the
+/// operation graph) and choosing what to time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FindTiming {
+    /// The whole measurement.
+    pub total: std::time::Duration,
+    /// Asking cuDNN's heuristics which engine configurations to time.
+    pub heuristics: std::time::Duration,
+    /// Building (finalizing) the configurations' execution plans.
+    pub builds: std::time::Duration,
+    /// Running the plans: warm-up calls and trials, each waited for.
+    pub trials: std::time::Duration,
+    /// Timing the closest few again (see [`CudnnContext::find_engines_raw`]).
+    pub refine: std::time::Duration,
 }
 
 /// The default time budget of one measurement (see [`CudnnContext::set_benchmark_budget`]).
@@ -153,6 +172,7 @@ impl CudnnContext {
             benchmark: std::cell::Cell::new(false),
             benchmark_budget: std::cell::Cell::new(DEFAULT_BENCHMARK_BUDGET),
             last_find: std::cell::Cell::new((0, 0)),
+            last_find_timing: std::cell::Cell::new(FindTiming::default()),
             finds: FindCache::default(),
         };
         this.apply_stream()?;
@@ -262,6 +282,12 @@ impl CudnnContext {
     /// configurations it timed and the number it did not reach within its time budget.
     pub fn last_find_report(&self) -> (usize, usize) {
         self.last_find.get()
+    }
+
+    /// Where the last engine measurement's wall time went: for choosing a
+    /// [`Self::set_benchmark_budget`] and for seeing what a first sight costs.
+    pub fn last_find_timing(&self) -> FindTiming {
+        self.last_find_timing.get()
     }
 }
 

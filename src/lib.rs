@@ -32,7 +32,7 @@ mod python;
 
 /// The graph-API objects of backward data (moved to [`bwd_data::graph`]).
 pub use bwd_data::graph as engine;
-pub use context::CudnnContext;
+pub use context::{CudnnContext, FindTiming};
 pub use convolution::{
     BestEngine, BestHeuristic, ConvolutionBwdDataAlgo, ConvolutionDescriptor, ConvolutionMode,
     DataAlgo0, DataAlgo1, DefaultAlgo, Engine, EngineConfig, Fft, FftTiling, Filter,

@@ -1049,6 +1049,12 @@ class Handle:
         CPU device answers with a stand-in (engine 0)."""
     def last_find_report(self) -> tuple[int, int]:
         """``(timed, left_out)`` of the last engine measurement on this handle."""
+    def last_find_timing(self) -> dict[str, float]:
+        """Where the last engine measurement's wall time went, in milliseconds:
+        ``total``, ``heuristics`` (asking cuDNN what to time), ``builds`` (finalizing
+        plans), ``trials`` (running them) and ``refine`` (timing the closest again).
+        The parts need not add up to ``total``. All zero before any measurement and on
+        the CPU device."""
     def version(self) -> tuple[int, int, int]:
         """cuDNN version (major, minor, patch); on the CPU device, the version the
         crate binds (``BOUND_CUDNN_VERSION``)."""

@@ -20,8 +20,9 @@ const CALLS_PER_TRIAL: usize = 5;
 /// calls far slower than they settle at; calls of a millisecond and more are neither, and
 /// more of them only add to a first sight. (On the H200, single-call trials for calls of
 /// 0.2 ms and more cut first sights by a fifth, but a grouped f32 NCHW engine that starts
-/// at 0.36 ms and settles at 0.23 then lost to a 0.48 ms one in one run of two.)
-const TRIAL_MS: f32 = 5.0;
+/// at 0.36 ms and settles at 0.23 then lost to a 0.48 ms one in one run of two; trials of
+/// 5 ms made first sights of 0.4-1 ms calls 17 calls per configuration long.)
+const TRIAL_MS: f32 = 1.0;
 /// How many of the fastest plans a timing re-times ([`CudnnContext::refine`]) ...
 const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
@@ -38,6 +39,39 @@ const STAGE_SPREAD: f32 = 1.1;
 /// run their first trials after the warm-up call 1.5-2x slower than they settle at (on
 /// the H200, a grouped f32 NCHW engine at 0.36 ms in its first trials, 0.23 ms later).
 const CONTENDER_SPREAD: f32 = 2.0;
+/// In a staged timing, a configuration this many times slower than the fastest so far
+/// ends the first stage: the heuristics rank the rest lower still. On the H200
+/// (`bench/first_sight.py`, 142 problems) no configuration ranked after such a one was
+/// the fastest, and the generic engines there took up to 170 ms a call, 40% of all the
+/// first sights' time.
+const TAIL_SPREAD: f32 = 10.0;
+/// In a staged timing's second stage (other knob settings of engines already close to
+/// the fastest), a setting whose single call after its warm-up takes this many times the
+/// fastest is no contender and gets no trials ...
+const SETTING_SPREAD: f32 = 1.3;
+/// ... when that call is long enough (in milliseconds) for one call to tell: a shorter one
+/// is within the timer's and the launch's noise.
+const SETTING_SCREEN_MS: f32 = 0.05;
+
+/// Whether each engine measurement prints what it timed to stderr (`CUDNN_RS_FIND_TRACE=1`):
+/// per configuration its build time and the time per call of each of its timed runs.
+/// A diagnostic for tuning the measurement's schedule; read once per process.
+pub(crate) fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUDNN_RS_FIND_TRACE").is_ok_and(|v| v == "1"))
+}
+
+std::thread_local! {
+    /// The runs of the configuration being timed, `(calls, ms per call)`, while tracing.
+    static RUNS: std::cell::RefCell<Vec<(usize, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Prints one traced configuration's line and forgets its runs.
+fn trace_line(what: &str) {
+    let runs = RUNS.with(|r| std::mem::take(&mut *r.borrow_mut()));
+    let runs: Vec<String> = runs.iter().map(|(n, ms)| format!("{n}x{ms:.4}")).collect();
+    eprintln!("cudnn_rs find: {what} runs {}", runs.join(" "));
+}
 
 /// The order in which a timing takes the configurations a heuristic listed (their engine
 /// indices, in the heuristic's order): all of them in order, or staged: each engine's
@@ -48,6 +82,7 @@ struct Schedule {
     first: Vec<bool>,
     queue: Vec<usize>,
     next: usize,
+    staged: bool,
     second_stage: bool,
 }
 
@@ -66,6 +101,7 @@ impl Schedule {
             first,
             queue,
             next: 0,
+            staged,
             second_stage: !staged,
         }
     }
@@ -83,6 +119,20 @@ impl Schedule {
         let i = *self.queue.get(self.next)?;
         self.next += 1;
         Some(i)
+    }
+
+    /// Whether configuration `i` is another knob setting of an engine already timed in the
+    /// first stage (only in a staged schedule).
+    fn is_other_setting(&self, i: usize) -> bool {
+        self.staged && !self.first[i]
+    }
+
+    /// Ends the first stage of a staged schedule now: the first settings not yet handed
+    /// out are ruled out (not cut: [`Self::left`] does not count them).
+    fn end_first_stage(&mut self) {
+        if !self.second_stage {
+            self.queue.truncate(self.next);
+        }
     }
 
     /// How many configurations stopping now leaves out: what is left in the queue and,
@@ -479,7 +529,10 @@ impl CudnnContext {
             workspace: (0, 0),
         });
         let graph = self.engine_graph(p, 1.0, 0.0, align)?;
+        let mut timing = crate::context::FindTiming::default();
+        let asked = std::time::Instant::now();
         let configs = graph::candidates(self.lib, &graph, sources)?;
+        timing.heuristics = asked.elapsed();
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
         let mut workspace: Option<CudaSlice<u8>> = None;
@@ -505,9 +558,12 @@ impl CudnnContext {
                 break;
             };
             let c = &configs[i];
+            let building = std::time::Instant::now();
+            let built = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept);
+            let build_time = building.elapsed();
+            timing.builds += build_time;
             // An engine the heuristic lists may still refuse to build: skip it.
-            let Ok(Some(plan)) = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept)
-            else {
+            let Ok(Some(plan)) = built else {
                 continue;
             };
             if max_workspace.is_some_and(|cap| plan.workspace > cap) {
@@ -538,18 +594,33 @@ impl CudnnContext {
             };
             timed += 1;
             // A warm-up call, then up to three trials of calls back to back (see
-            // `trial_time`): the best trial's mean. Ten times slower than the fastest so
-            // far even counting its warm-up: not worth a trial; a trial CONTENDER_SPREAD
-            // times the fastest: not worth more (this keeps a first sight cheap).
+            // `trial_time`): the best trial's mean. TAIL_SPREAD times slower than the
+            // fastest so far even counting its warm-up: not worth a trial (and, staged,
+            // the end of the first stage); a trial CONTENDER_SPREAD times the fastest, or
+            // another setting's first call SETTING_SPREAD times: not worth more (this
+            // keeps a first sight cheap).
+            let running = std::time::Instant::now();
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
-            let Some(warm) = (unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? }) else {
-                continue;
-            };
-            let mut best = warm;
-            if warm <= 10.0 * fastest {
+            let warm = unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? };
+            let mut best = warm.unwrap_or(f32::INFINITY);
+            if warm.is_some_and(|warm| warm <= TAIL_SPREAD * fastest) {
+                let screen = schedule.is_other_setting(i);
                 // SAFETY: as above.
-                best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest)? };
+                best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest, screen)? };
+            }
+            if staged && best.is_finite() && best >= TAIL_SPREAD * fastest {
+                schedule.end_first_stage();
+            }
+            timing.trials += running.elapsed();
+            if tracing() {
+                trace_line(&format!(
+                    "{:?} build {:.3} ms ws {} from {:?} ->{best:.4}",
+                    c.config,
+                    build_time.as_secs_f64() * 1e3,
+                    plan.workspace,
+                    c.from
+                ));
             }
             fastest = fastest.min(best);
             if best.is_finite() {
@@ -559,6 +630,7 @@ impl CudnnContext {
         }
         self.last_find.set((timed, left_out));
         found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
+        let refining = std::time::Instant::now();
         if budget.is_none_or(|b| started.elapsed() <= b) {
             let ws = workspace.as_mut().map(|ws| {
                 let len = ws.len();
@@ -575,6 +647,12 @@ impl CudnnContext {
             // than this one has.
             unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
         }
+        timing.refine = refining.elapsed();
+        timing.total = started.elapsed();
+        self.last_find_timing.set(timing);
+        if tracing() {
+            trace_line(&format!("refine: {timing:?}"));
+        }
         Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
     }
 
@@ -582,8 +660,9 @@ impl CudnnContext {
     /// calls back to back. The first trial is one call, which sizes the others
     /// ([`calls_per_trial`]); where they take more calls, that one call (within the
     /// timer's noise for a small problem) counts only to rule the plan out. A trial
-    /// [`CONTENDER_SPREAD`] times `fastest` ends the trials: the plan is no contender.
-    /// Infinity when a call fails.
+    /// [`CONTENDER_SPREAD`] times `fastest` ends the trials: the plan is no contender;
+    /// with `screen`, so does a first call of at least [`SETTING_SCREEN_MS`] that is
+    /// [`SETTING_SPREAD`] times `fastest`. Infinity when a call fails.
     ///
     /// # Safety
     /// As [`Self::time_calls`].
@@ -593,12 +672,16 @@ impl CudnnContext {
         ptrs: &RawPointers,
         events: (&CudaEvent, &CudaEvent),
         fastest: f32,
+        screen: bool,
     ) -> Result<f32> {
         let no_contender = |ms: f32| ms.is_finite() && ms > CONTENDER_SPREAD * fastest;
         // SAFETY: the caller's contract.
         let Some(first) = (unsafe { self.time_calls(plan, ptrs, 1, events)? }) else {
             return Ok(f32::INFINITY);
         };
+        if screen && first >= SETTING_SCREEN_MS && first > SETTING_SPREAD * fastest {
+            return Ok(first);
+        }
         let calls = calls_per_trial(first);
         let mut best = if calls == 1 || no_contender(first) {
             first
@@ -644,7 +727,11 @@ impl CudnnContext {
         }
         end.synchronize()?;
         #[allow(clippy::cast_precision_loss)] // at most REFINE_MAX_CALLS calls
-        Ok(Some(start.elapsed_ms(end)? / calls as f32))
+        let ms = start.elapsed_ms(end)? / calls as f32;
+        if tracing() {
+            RUNS.with(|r| r.borrow_mut().push((calls, ms)));
+        }
+        Ok(Some(ms))
     }
 
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
@@ -798,9 +885,10 @@ mod tests {
     fn trials_of_slow_calls_take_fewer_calls() {
         use super::{calls_per_trial, CALLS_PER_TRIAL};
         assert_eq!(calls_per_trial(10.0), 1);
-        assert_eq!(calls_per_trial(5.0), 1);
-        assert_eq!(calls_per_trial(2.0), 3);
-        assert_eq!(calls_per_trial(0.4), CALLS_PER_TRIAL);
+        assert_eq!(calls_per_trial(1.0), 1);
+        assert_eq!(calls_per_trial(0.4), 3);
+        assert_eq!(calls_per_trial(0.3), 4);
+        assert_eq!(calls_per_trial(0.2), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(0.01), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(0.0), CALLS_PER_TRIAL);
         assert_eq!(calls_per_trial(f32::NAN), CALLS_PER_TRIAL);
@@ -820,6 +908,31 @@ mod tests {
         assert_eq!(order(&engines, true, &[71]), [0, 2, 5, 4, 6]);
         assert_eq!(order(&engines, true, &[67, 71]), [0, 2, 5, 1, 3, 4, 6]);
         assert_eq!(order(&engines, true, &[]), [0, 2, 5]);
+    }
+
+    #[test]
+    fn a_slow_tail_ends_the_first_stage_but_not_the_second() {
+        let engines = [67, 71, 67, 5, 9, 71];
+        let mut s = Schedule::new(engines.to_vec(), true);
+        assert_eq!(s.next(Vec::new), Some(0));
+        assert_eq!(s.next(Vec::new), Some(1));
+        // Engine 71 came out far slower than 67: engines 5 and 9 are ruled out, not cut.
+        s.end_first_stage();
+        assert_eq!(
+            s.left(),
+            2,
+            "only the second stage's settings may still come"
+        );
+        assert_eq!(s.next(|| vec![67]), Some(2));
+        assert!(s.is_other_setting(2));
+        s.end_first_stage(); // no effect in the second stage
+        assert_eq!(s.next(Vec::new), None);
+        // An exhaustive schedule has no stages: every configuration comes, none screened.
+        let mut all = Schedule::new(engines.to_vec(), false);
+        all.end_first_stage();
+        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+        assert!(!all.is_other_setting(2));
     }
 
     #[test]

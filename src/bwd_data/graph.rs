@@ -314,8 +314,17 @@ pub(crate) fn candidates(
     };
     let mut out: Vec<Candidate> = Vec::new();
     for &mode in modes {
+        let asked = std::time::Instant::now();
         // A mode that cannot answer for this graph adds nothing; the others still do.
-        if let Ok(ranked) = heuristic(lib, graph, mode) {
+        let ranked = heuristic(lib, graph, mode);
+        if super::engine::tracing() {
+            eprintln!(
+                "cudnn_rs find: heuristic {mode:?}: {} configurations in {:.3} ms",
+                ranked.as_ref().map_or(0, Vec::len),
+                asked.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        if let Ok(ranked) = ranked {
             for c in ranked {
                 if !out.iter().any(|o| o.config == c.config) {
                     out.push(c);
@@ -331,7 +340,11 @@ pub(crate) fn candidates(
         for index in 0..engines {
             if let Some(config) = EngineConfig::new(index, &[]) {
                 if !out.iter().any(|o| o.config.index() == index) {
-                    out.push(Candidate { config, desc: None });
+                    out.push(Candidate {
+                        config,
+                        desc: None,
+                        from: None,
+                    });
                 }
             }
         }
@@ -378,6 +391,7 @@ fn heuristic(
             Some(Candidate {
                 config,
                 desc: Some(cfg),
+                from: Some(mode),
             })
         })
         .collect())
@@ -390,6 +404,8 @@ fn heuristic(
 pub(crate) struct Candidate {
     pub config: EngineConfig,
     pub desc: Option<Desc>,
+    /// The heuristic that ranked it first (`None`: not ranked, an exhaustive search's).
+    pub from: Option<HeurMode>,
 }
 
 /// The engine index and knob choices of a finalized engine configuration, the choices

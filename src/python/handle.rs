@@ -257,6 +257,30 @@ impl PyHandle {
         }
     }
 
+    /// Where the last engine measurement's wall time went, in milliseconds: `total`,
+    /// `heuristics` (asking what to time), `builds` (finalizing plans), `trials` (running
+    /// them) and `refine` (timing the closest again). All zero before any measurement and
+    /// on the CPU device.
+    fn last_find_timing(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<std::collections::HashMap<&'static str, f64>> {
+        let t = match self.inner.device {
+            DeviceId::Cpu => crate::FindTiming::default(),
+            DeviceId::Cuda(_) => self.inner.gpu().py_err(py)?.ctx.last_find_timing(),
+        };
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        Ok([
+            ("total", ms(t.total)),
+            ("heuristics", ms(t.heuristics)),
+            ("builds", ms(t.builds)),
+            ("trials", ms(t.trials)),
+            ("refine", ms(t.refine)),
+        ]
+        .into_iter()
+        .collect())
+    }
+
     /// cuDNN version (major, minor, patch); on the CPU device, the version the crate binds.
     fn version(&self, py: Python<'_>) -> PyResult<(usize, usize, usize)> {
         match self.inner.device {

@@ -117,6 +117,9 @@ def test_benchmark_option_reads_back(cpu: cd.Handle) -> None:
     with pytest.raises(ValueError, match="benchmark_budget_ms"):
         cpu.benchmark_budget_ms = -1.0
     assert cpu.last_find_report() == (0, 0)
+    timing = cpu.last_find_timing()
+    assert set(timing) == {"total", "heuristics", "builds", "trials", "refine"}
+    assert all(v == 0.0 for v in timing.values()), timing
 
 
 def test_default_engine_query_on_cpu_names_a_stand_in(
@@ -275,6 +278,12 @@ def test_measured_tier_never_writes_dx_during_trials(
     got = _run(h, problem, cd.DefaultAlgo(), alpha=0.75, beta=1.0)
     timed, left_out = h.last_find_report()
     assert timed >= 1, (timed, left_out)
+    # The parts of the measurement's time are disjoint spans within its total.
+    timing = h.last_find_timing()
+    parts = [timing[k] for k in ("heuristics", "builds", "trials", "refine")]
+    assert timing["trials"] > 0.0, timing
+    assert all(v >= 0.0 for v in parts), timing
+    assert sum(parts) <= timing["total"] * (1 + 1e-9) + 1e-6, timing
     np.testing.assert_array_equal(before, problem.dx_host)
     assert_close(
         got,
