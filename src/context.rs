@@ -245,8 +245,9 @@ impl CudnnContext {
 
     /// Turns measuring on or off for [`crate::DefaultAlgo`] (and so for the one-call API),
     /// as PyTorch's `torch.backends.cudnn.benchmark`: on, the first call (or workspace
-    /// query) of a problem times the engines the heuristics rank on scratch buffers (staged:
-    /// each one's first-ranked knob setting, then the other settings of the close ones), within
+    /// query) of a problem times the engines the instant heuristic and the fallback list
+    /// rank on scratch buffers (staged: each one's first-ranked knob setting until one is
+    /// ten times slower than the fastest, then the other settings of the close ones), within
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {

@@ -1025,11 +1025,12 @@ class Handle:
     def benchmark(self) -> bool:
         """Whether the default choice (``DefaultAlgo()``, the one-call API) measures,
         as PyTorch's ``torch.backends.cudnn.benchmark``: when True, the first call (or
-        workspace query) of a problem times the engines cuDNN's heuristics rank on
-        scratch buffers (each one's first-ranked knob setting, then every ranked
-        setting of those within 10% of the fastest), within ``benchmark_budget_ms``,
-        and later calls run the fastest. False (the default): chosen without timing,
-        the same in every process."""
+        workspace query) of a problem times the engines cuDNN's instant heuristic
+        (mode A) and fallback list rank on scratch buffers (each one's first-ranked
+        knob setting in rank order until one is ten times slower than the fastest,
+        then every ranked setting of those within 10% of the fastest), within
+        ``benchmark_budget_ms``, and later calls run the fastest. False (the
+        default): chosen without timing, the same in every process."""
     @benchmark.setter
     def benchmark(self, on: bool) -> None: ...
     @property

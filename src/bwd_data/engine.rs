@@ -28,7 +28,7 @@ const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
 const REFINE_SPREAD: f32 = 1.15;
 /// ... in trials of this many milliseconds of calls (at least one call) ...
-const REFINE_TRIAL_MS: f32 = 0.5;
+const REFINE_TRIAL_MS: f32 = 0.25;
 /// ... and at most this many calls.
 const REFINE_MAX_CALLS: usize = 50;
 /// The measured tier times the other knob settings of the engines whose first setting came

@@ -284,7 +284,8 @@ impl Notes {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Sources {
     /// The instant heuristic (mode A) and then the fallback list: what PyTorch's cuDNN
-    /// path walks when not benchmarking, and what the library's default choice walks.
+    /// path walks (benchmarking or not), and what the library's default choice walks and
+    /// its measured tier times.
     Instant,
     /// Modes A and B, then the fallback list (`BestEngine`, `get_..._engine`).
     Heuristics,

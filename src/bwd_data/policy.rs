@@ -106,12 +106,14 @@ impl CudnnContext {
     }
 
     /// Times the candidates of the default choice on scratch operands (never the caller's
-    /// memory): the engines the heuristics rank, each knob setting of those close to the
-    /// fastest (staged, see [`Self::time_engines`]); the fastest. Engines the heuristics
-    /// leave out are left to the engine find: on the H200 (`bench/candidates.py`, three
-    /// layers) they won none, and with them the first sight of a 3-d f16 layer timed 41
-    /// configurations in 929 ms (the ranked ones alone, in the broad suite's run with a
-    /// tighter trial cut: 29 in 322 ms).
+    /// memory): the engines the instant heuristic (mode A) and the fallback list rank, as
+    /// PyTorch's benchmark mode takes them, each knob setting of those close to the
+    /// fastest (staged, see [`Self::time_engines`]); the fastest. Mode B and the engines
+    /// no heuristic ranks are left to the engine find: on the H200 the configurations
+    /// only mode B ranked were the fastest in none of 138 first sights of the broad
+    /// suite (`bench/first_sight.py`), while asking it took up to 29 ms a problem (dilated
+    /// and 5x3 layers); the unranked engines won none of three layers
+    /// (`bench/candidates.py`) and made a first sight of a 3-d f16 layer 929 ms long.
     pub(crate) fn measure_default(&self, p: &RawProblem<'_>, math: MathType) -> Result<Engine> {
         let w: CudaSlice<u8> = self.stream.alloc_zeros(p.w.nbytes().max(1))?;
         let dy: CudaSlice<u8> = self.stream.alloc_zeros(p.dy.nbytes().max(1))?;
@@ -128,7 +130,7 @@ impl CudnnContext {
                 None,
                 &accept,
                 usize::MAX,
-                graph::Sources::Heuristics,
+                graph::Sources::Instant,
                 true,
                 Some(self.benchmark_budget.get()),
             )?

@@ -471,9 +471,10 @@ impl ConvolutionBwdDataAlgo for BestEngine {
 /// under `MathType::Fma` (or, asked for determinism, non-deterministic ones) left out;
 /// the first that builds wins. The same problem gets the same engine in every process
 /// for a given cuDNN and GPU. On a context with benchmarking on
-/// ([`crate::CudnnContext::set_benchmark`]), the engine configurations the heuristics
-/// rank (every knob setting of modes A, B and the fallback list, within a time budget)
-/// are timed once per problem on scratch buffers and the fastest is kept. Chosen on
+/// ([`crate::CudnnContext::set_benchmark`]), the engine configurations mode A and the
+/// fallback list rank (staged, within a time budget; see
+/// [`crate::CudnnContext::set_benchmark`]) are timed once per problem on scratch buffers
+/// and the fastest is kept. Chosen on
 /// the first call or workspace query and kept on the context; admitted on every
 /// configuration of the table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

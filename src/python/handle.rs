@@ -187,9 +187,10 @@ impl PyHandle {
 
     /// Whether the default choice (`DefaultAlgo()`, the one-call API) measures, as
     /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
-    /// query) of a problem times the engines cuDNN's heuristics rank (modes A, B and the
-    /// fallback list) on scratch buffers (each one's first-ranked knob setting, then every
-    /// ranked setting of those within 10% of the fastest), within `benchmark_budget_ms`,
+    /// query) of a problem times the engines cuDNN's instant heuristic (mode A) and
+    /// fallback list rank on scratch buffers (each one's first-ranked knob setting in rank
+    /// order until one is ten times slower than the fastest, then every ranked setting of
+    /// those within 10% of the fastest), within `benchmark_budget_ms`,
     /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
     /// (the default): the choice is made without timing, the same in every process.
     #[getter]
