@@ -20,6 +20,7 @@
 #                                     # first sights with their breakdown and per-configuration
 #                                     # trace (bench/first_sight.py; FIRST_ARGS, FIRST_MINUTES);
 #                                     # with ZOO_ARGS the zoo, with BROAD_MINUTES the broad suite
+#   bash scripts/gpu_final.sh measure # the broad suite (both batches), the training steps
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -136,6 +137,12 @@ first)  # where the measured tier's first sights spend their time, per configura
   [ -n "${ZOO_ARGS:-}" ] && TAIL=20 run zoo 150 bash -c "cd bench && python3 zoo.py --csv $out/zoo.csv --max-minutes ${ZOO_MINUTES:-1.5} $ZOO_ARGS"
   [ -n "${BROAD_MINUTES:-}" ] && TAIL=14 run broad "${BROAD_LIMIT:-330}" python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" \
     --md "$out/broad.md" --batch "${BROAD_BATCH:-real}" --max-minutes "$BROAD_MINUTES"
+  ;;
+measure)  # the broad suite at both batches, then the training steps
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  TAIL=12 run broad 200 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3
+  TAIL=12 run broad1 150 python3 bench/broad.py --csv "$out/broad1.csv" --md "$out/broad1.md" --batch 1 --max-minutes 2.2
+  TAIL=40 run train 270 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3.8}" --steps 12 --warmup 2
   ;;
 look)  # the broad suite, then each dgrad problem of two training variants timed alone
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.4
