@@ -652,13 +652,16 @@ class Ours:
                 holder.append(self._explicit(self.h, w, dy, dxc, conv, best))
                 holder[0]()
 
+        reports = hasattr(self.hm, "last_find_timing")
+        before = self.hm.last_find_timing() if reports else None
         out = {"ours_measured_first_ms": timer.first_call_ms(first)}
-        if self.hm is not None and hasattr(self.hm, "last_find_report"):
+        # A problem measured before (e.g. the NHWC twin of an NCHW row) runs no find:
+        # the handle's report is then the earlier one's, and is not this row's.
+        if reports and self.hm.last_find_timing() != before:
             # How many configurations the first sight timed, and how many it cut.
             out["ours_measured_timed"], out["ours_measured_cut"] = (
                 self.hm.last_find_report()
             )
-        if self.hm is not None and hasattr(self.hm, "last_find_timing"):
             # Where the first sight's measurement spent its time (ms).
             for part, ms in self.hm.last_find_timing().items():
                 out[f"ours_find_{part}_ms"] = ms

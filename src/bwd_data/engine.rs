@@ -406,10 +406,11 @@ impl CudnnContext {
     /// every other engine (those that fit the descriptor's math type, `deterministic_only`
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
-    /// inputs (one warm-up run, then the best of three trials of five calls; an engine ten
-    /// times slower than the fastest so far on its warm-up is not run again, and one twice
-    /// as slow on a trial gets no more trials; the up to three within 15% of the fastest
-    /// are then timed again in turns, in trials of at least 0.5 ms), writing into a
+    /// inputs (one warm-up run, then the best of three trials of up to five calls, enough
+    /// to last 1 ms; an engine ten times slower than the fastest so far on its warm-up is
+    /// not run again, and one twice as slow on a trial gets no more trials; the up to
+    /// three within 15% of the fastest are then timed again in turns, in trials of at
+    /// least 0.25 ms), writing into a
     /// scratch `dx`. Fastest first.
     ///
     /// # Safety
@@ -496,7 +497,7 @@ impl CudnnContext {
 
     /// Builds up to `limit` of the engine configurations `sources` list that pass `accept`
     /// and fit `max_workspace`, and times each on the given inputs (one warm-up, then the
-    /// best of up to three trials of five calls; the close contenders again, see
+    /// best of up to three trials of up to five calls; the close contenders again, see
     /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first.
     /// The configurations are taken in their order, or, `staged`, in two stages: first
     /// each engine's first-listed knob setting, then the other settings of the engines
