@@ -5,7 +5,7 @@
 
 use cudarc::driver::{sys::CUdeviceptr, CudaEvent, CudaSlice};
 
-use super::graph::{self, GraphKey, OpGraph, Plan};
+use super::graph::{self, tracing, GraphKey, OpGraph, Plan};
 use crate::context::{alloc_bytes, CudnnContext};
 use crate::convolution::{Engine, EngineConfig, Route};
 use crate::error::{CudnnError, Error, Result};
@@ -52,14 +52,6 @@ const SETTING_SPREAD: f32 = 1.3;
 /// ... when that call is long enough (in milliseconds) for one call to tell: a shorter one
 /// is within the timer's and the launch's noise.
 const SETTING_SCREEN_MS: f32 = 0.05;
-
-/// Whether each engine measurement prints what it timed to stderr (`CUDNN_RS_FIND_TRACE=1`):
-/// per configuration its build time and the time per call of each of its timed runs.
-/// A diagnostic for tuning the measurement's schedule; read once per process.
-pub(crate) fn tracing() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUDNN_RS_FIND_TRACE").is_ok_and(|v| v == "1"))
-}
 
 std::thread_local! {
     /// The runs of the configuration being timed, `(calls, ms per call)`, while tracing.

@@ -280,6 +280,15 @@ impl Notes {
     }
 }
 
+/// Whether each engine measurement prints what it timed to stderr (`CUDNN_RS_FIND_TRACE=1`):
+/// each heuristic query's time and, per configuration, its heuristic, its build time and
+/// the time per call of each of its timed runs. A diagnostic for tuning the measurement's
+/// schedule; read once per process.
+pub(crate) fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUDNN_RS_FIND_TRACE").is_ok_and(|v| v == "1"))
+}
+
 /// Which of the graph API's heuristics a candidate list draws on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Sources {
@@ -318,7 +327,7 @@ pub(crate) fn candidates(
         let asked = std::time::Instant::now();
         // A mode that cannot answer for this graph adds nothing; the others still do.
         let ranked = heuristic(lib, graph, mode);
-        if super::engine::tracing() {
+        if tracing() {
             eprintln!(
                 "cudnn_rs find: heuristic {mode:?}: {} configurations in {:.3} ms",
                 ranked.as_ref().map_or(0, Vec::len),
