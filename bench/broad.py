@@ -387,29 +387,33 @@ def torch_benchmark_mode(call: Callable[[], object], p: Problem, timer: Timer) -
     out: dict = {}
     set_torch_flags(p.cfg.tf32, benchmark=True)
     try:
-        # The thread's own cuDNN handle, made by a call of another problem, so that the
-        # first-sight time below is the search alone.
-        nd = p.layer.nd
-        tiny = torch.zeros((1, 1, *[3] * nd), device=p.dy.device, dtype=p.dy.dtype)
-        tiny_w = torch.zeros((1, 1, *[1] * nd), device=p.dy.device, dtype=p.dy.dtype)
-        torch.ops.aten.convolution_backward(
-            tiny,
-            tiny,
-            tiny_w,
-            None,
-            [1] * nd,
-            [0] * nd,
-            [1] * nd,
-            False,
-            [0] * nd,
-            1,
-            [True, False, False],
-        )
+        warm_thread_handle(p.layer.nd, p.dy)
         out["torch_bench_first_ms"] = timer.first_call_ms(call)
         out["torch_bench_ms"] = timer.per_call_ms(call)
     finally:
         set_torch_flags(p.cfg.tf32, benchmark=False)
     return out
+
+
+def warm_thread_handle(nd: int, like: torch.Tensor) -> None:
+    """Makes this thread's cuDNN handle (PyTorch keeps one per thread) by a call of a tiny
+    other problem on `like`'s device and dtype, so that a first-sight time after it is
+    the search alone."""
+    tiny = torch.zeros((1, 1, *[3] * nd), device=like.device, dtype=like.dtype)
+    tiny_w = torch.zeros((1, 1, *[1] * nd), device=like.device, dtype=like.dtype)
+    torch.ops.aten.convolution_backward(
+        tiny,
+        tiny,
+        tiny_w,
+        None,
+        [1] * nd,
+        [0] * nd,
+        [1] * nd,
+        False,
+        [0] * nd,
+        1,
+        [True, False, False],
+    )
 
 
 def in_fresh_thread(fn: Callable[[], dict]) -> dict:

@@ -9,9 +9,13 @@ group, (2+1)-d video factorisations, ...), deduplicated across models, and weigh
 problem by how often its model meets it. Shapes come from a forward pass on the meta
 device, so no weights are made.
 
+With --measured, the measured tiers instead: `conv_input_grad(..., benchmark=True)`
+against PyTorch with cudnn.benchmark = True (run in a fresh thread, so that its first
+call searches), their first calls being the searches.
+
 Usage (GPU machine):
   python bench/zoo.py [--models a,b] [--configs f32:nchw,tf32:cl,f16:nchw,bf16:cl]
-                      [--batch N] [--csv zoo.csv] [--max-minutes 4]
+                      [--batch N] [--csv zoo.csv] [--max-minutes 4] [--measured]
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from collections.abc import Callable
 
 import torch
 import torchvision
-from broad import TOLERANCE, Timer, rel_err, set_torch_flags, torch_dgrad
+from broad import (
+    TOLERANCE,
+    Timer,
+    in_fresh_thread,
+    rel_err,
+    set_torch_flags,
+    torch_dgrad,
+    warm_thread_handle,
+)
 from torch import nn
 
 import cudnn_rs as cd
@@ -143,7 +155,15 @@ def model_convs(name: str) -> collections.Counter:
     return seen
 
 
-def run_row(c: Conv, n: int, cfg: Config, timer: Timer, gen) -> dict:
+def reps_for(timer: Timer, f: Callable[[], object]) -> int:
+    """Calls between events: enough for about 2 ms of `f`'s calls, 3 to 50."""
+    est = max(timer.per_call_ms(f, reps=2, trials=1, warmup=1), 1e-3)
+    return int(min(50, max(3, 2.0 / est)))
+
+
+def run_row(
+    c: Conv, n: int, cfg: Config, timer: Timer, gen, measured: bool = False
+) -> dict:
     dev = torch.device("cuda")
     mf = torch.contiguous_format
     if cfg.channels_last:
@@ -162,19 +182,39 @@ def run_row(c: Conv, n: int, cfg: Config, timer: Timer, gen) -> dict:
         return torch_dgrad(dy, x, w, c)
 
     def ours():
-        return cd.conv_input_grad(x_shape, w, dy, *args)
+        return cd.conv_input_grad(x_shape, w, dy, *args, benchmark=measured)
 
     rec: dict = {}
-    # First calls before anything else of the problem ran: the f32 reference (below)
-    # would be PyTorch's own problem for f32 without TF32, its plan then cached.
-    rec["torch_first_ms"] = timer.first_call_ms(theirs)
-    rec["ours_first_ms"] = timer.first_call_ms(ours)
-    # Calls between events: enough for about 2 ms of the slower call, 3 to 50.
-    est = max(timer.per_call_ms(theirs, reps=2, trials=1, warmup=1), 1e-3)
-    reps = int(min(50, max(3, 2.0 / est)))
-    rec["torch_ms"] = timer.per_call_ms(theirs, reps=reps)
+    tf32 = cfg.name == "tf32"
+    if measured:
+        # PyTorch's benchmark mode in a fresh thread (its plan cache is per thread, so
+        # its first call searches), first: as in broad.py.
+        def torch_bench() -> dict:
+            set_torch_flags(tf32=tf32, benchmark=True)
+            try:
+                warm_thread_handle(c.nd, dy)
+                out = {"torch_first_ms": timer.first_call_ms(theirs)}
+                out["reps"] = reps_for(timer, theirs)
+                out["torch_ms"] = timer.per_call_ms(theirs, reps=out["reps"])
+                return out
+            finally:
+                set_torch_flags(tf32=tf32, benchmark=False)
+
+        rec |= in_fresh_thread(torch_bench)
+        if "torch_bench_err" in rec:
+            raise RuntimeError(rec["torch_bench_err"])
+        rec["ours_first_ms"] = timer.first_call_ms(ours)
+        reps = rec.pop("reps")
+    else:
+        # First calls before anything else of the problem ran: the f32 reference (below)
+        # would be PyTorch's own problem for f32 without TF32, its plan then cached.
+        rec["torch_first_ms"] = timer.first_call_ms(theirs)
+        rec["ours_first_ms"] = timer.first_call_ms(ours)
+        reps = reps_for(timer, theirs)
+        rec["torch_ms"] = timer.per_call_ms(theirs, reps=reps)
     rec["ours_ms"] = timer.per_call_ms(ours, reps=reps)
     rec["ratio"] = rec["ours_ms"] / rec["torch_ms"]
+    rec["first_ratio"] = rec["ours_first_ms"] / rec["torch_first_ms"]
     kind = {"f32": "f32", "tf32": "tf32", "f16": "f16", "bf16": "bf16"}[cfg.name]
     got = ours()
     set_torch_flags(tf32=False, benchmark=False)
@@ -200,6 +240,12 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", default="zoo.csv")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--max-minutes", type=float, default=4.0)
+    ap.add_argument(
+        "--measured",
+        action="store_true",
+        help="the measured tiers instead: conv_input_grad(benchmark=True) against "
+        "PyTorch with cudnn.benchmark = True (first calls: the searches)",
+    )
     ap.add_argument(
         "--top", type=int, default=20, help="rows listed, slowest ratio first"
     )
@@ -258,7 +304,7 @@ def main(argv=None) -> int:
                 "models": " ".join(f"{m}x{k}" for m, k in where[(c, n)]),
             }
             try:
-                rec |= run_row(c, n, cfg, timer, gen)
+                rec |= run_row(c, n, cfg, timer, gen, args.measured)
             except Exception as exc:
                 rec["error"] = f"{type(exc).__name__}: {exc}"[:120]
                 rec["ok"] = False
@@ -297,6 +343,15 @@ def main(argv=None) -> int:
             over = sum(1 for x in rs if x > 1.05)
             print(
                 f"| {cfg.label} | {len(rs)} | {geo(rs):.3f} | {max(rs):.3f} | {over} |"
+            )
+    print("\nfirst calls, ours / torch (with --measured: the searches):")
+    for cfg in configs:
+        fs = [r["first_ratio"] for r, _ in timed if r["config"] == cfg.label]
+        if fs:
+            print(
+                f"  {cfg.label:9} geo-mean {geo(fs):.3f}, {sum(x > 1 for x in fs)} of "
+                f"{len(fs)} over 1, sums {sum(r['ours_first_ms'] for r, _ in timed if r['config'] == cfg.label):.0f}"
+                f" / {sum(r['torch_first_ms'] for r, _ in timed if r['config'] == cfg.label):.0f} ms"
             )
     print("\nper model, layer time summed as a step meets it (ours / torch):")
     for m in per_model:
