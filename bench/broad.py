@@ -757,14 +757,19 @@ def derive(rec: dict) -> None:
     rec["check"] = "; ".join(warns) if warns else "ok"
 
 
-def run_row(layer: Layer, n: int, cfg: Config, ctx: dict) -> dict:
-    rec: dict = {
+def row_record(layer: Layer, n: int, cfg: Config) -> dict:
+    """A row's identifying columns."""
+    return {
         "layer": layer.name,
         "batch": n,
         "dtype": cfg.dtype,
         "layout": "NHWC" if cfg.nhwc else "NCHW",
         "tf32": cfg.tf32 if cfg.dtype == "float32" else "",
     }
+
+
+def run_row(layer: Layer, n: int, cfg: Config, ctx: dict) -> dict:
+    rec = row_record(layer, n, cfg)
     timer: Timer = ctx["timer"]
     try:
         p = make_problem(layer, n, cfg, ctx["device"], ctx["gen"])

@@ -27,13 +27,7 @@ import torch
 
 
 def run_row(layer, n, cfg, ctx) -> dict:
-    rec: dict = {
-        "layer": layer.name,
-        "batch": n,
-        "dtype": cfg.dtype,
-        "layout": "NHWC" if cfg.nhwc else "NCHW",
-        "tf32": cfg.tf32 if cfg.dtype == "float32" else "",
-    }
+    rec = broad.row_record(layer, n, cfg)
     label = f"{layer.name} n={n} {cfg.label}"
     print(f"== row {label}", file=sys.stderr, flush=True)
     timer = ctx["timer"]

@@ -602,7 +602,8 @@ impl CudnnContext {
                 // SAFETY: as above.
                 best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest, screen)? };
             }
-            if staged && best.is_finite() && best >= TAIL_SPREAD * fastest {
+            // (A no-op in the second stage, and so in an exhaustive schedule.)
+            if best.is_finite() && best >= TAIL_SPREAD * fastest {
                 schedule.end_first_stage();
             }
             timing.trials += running.elapsed();
