@@ -21,6 +21,8 @@
 #                                     # trace (bench/first_sight.py; FIRST_ARGS, FIRST_MINUTES);
 #                                     # with ZOO_ARGS the zoo, with BROAD_MINUTES the broad suite
 #   bash scripts/gpu_final.sh measure # the broad suite (both batches), the training steps
+#   bash scripts/gpu_final.sh hostspy # host cost per call (bench/host_overhead.py), then
+#                                     # py-spy --native on its conv_input_grad loops
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -161,6 +163,17 @@ spy)  # where the host time of the dgrad calls goes in a training step
   done
   TAIL=80 run train_probe 200 python3 bench/train_probe.py --variants "$variant" --profile --steps 9
   TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
+  ;;
+hostspy)  # where conv_input_grad's host time goes, tiny problem (the GPU work is a few us)
+  python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
+  [ "${SPY_ONLY:-0}" = 1 ] || TAIL=22 run host_overhead 90 python3 bench/host_overhead.py 3000
+  for loop in "conv_input_grad (torch" "conv_input_grad, 8"; do
+    name=spy_$(echo "$loop" | tr -c 'a-z0-9' '_' | cut -c1-24)
+    TAIL=3 run "$name" 120 /tmp/spy/bin/py-spy record --native --rate "${SPY_RATE:-250}" --format raw \
+      -o "$out/$name.txt" -- python3 bench/host_overhead.py "${SPY_CALLS:-400000}" "$loop"
+    python3 bench/spy_report.py "$out/$name.txt" --under "input_grad" --top 60 >>"$out/$name.log" 2>&1
+    gzip -f "$out/$name.txt"
+  done
   ;;
 all)
   TAIL=12 run wheel_demo 60 bash -c wheel_check

@@ -39,6 +39,11 @@ impl<K: Hash + Eq, V> BoundedCache<K, V> {
         self.inner.put(key, value);
     }
 
+    /// Drops every entry.
+    pub fn clear(&mut self) {
+        self.inner.clear();
+    }
+
     /// Every entry, most recently used first.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.inner.iter()

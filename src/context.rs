@@ -252,8 +252,9 @@ impl CudnnContext {
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {
         if self.benchmark.replace(on) != on {
-            // Captured calls of `DefaultAlgo` ran the other setting's choice.
+            // Captured and resolved calls of `DefaultAlgo` ran the other setting's choice.
             self.graphs.borrow_mut().clear();
+            self.engines.borrow_mut().resolved.clear();
         }
     }
 

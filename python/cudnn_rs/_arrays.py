@@ -428,7 +428,7 @@ def conv_input_grad(
         out is None
         and algo is None
         and math is None
-        and mode == _CROSS_CORRELATION
+        and (mode is _CROSS_CORRELATION or mode == _CROSS_CORRELATION)
         and (handle is None or type(handle) is Handle)
     ):
         # PyTorch CUDA tensors (on a handle of PyTorch's current stream, if one is

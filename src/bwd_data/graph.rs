@@ -668,6 +668,24 @@ pub(crate) struct EngineCache {
     /// asked for and heuristic fallen back on, with the workspace bytes it had (see
     /// `CudnnContext::first_plan`).
     pub(crate) settled: BoundedCache<SettledKey, Settled>,
+    /// What the default choice's calls (alpha 1, beta 0) of a problem and math type
+    /// resolved to (see `CudnnContext::remember_default`).
+    pub(crate) resolved: BoundedCache<ProblemKey, std::rc::Rc<Resolved>>,
+}
+
+/// A default-choice call (alpha 1, beta 0) resolved once: the plan the addresses'
+/// alignment and the workspace led to, and what a later call of the problem must match to
+/// run that plan again without resolving or validating anything.
+pub(crate) struct Resolved {
+    /// Kept alive with its plan.
+    pub(crate) _graph: std::rc::Rc<OpGraph>,
+    pub(crate) plan: std::rc::Rc<Plan>,
+    /// The workspace bytes the call had (0: none); the plan needs at most these.
+    pub(crate) workspace: usize,
+    /// The alignment of the addresses the plan was built for (see [`alignment`]).
+    pub(crate) align: i64,
+    /// The call's key for CUDA-graph replay: the problem with the plan's configuration.
+    pub(crate) replay: ProblemKey,
 }
 
 /// A settled plan, its graph (kept alive) and the workspace bytes the call had.

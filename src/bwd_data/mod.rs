@@ -165,13 +165,28 @@ impl CudnnContext {
                 return unsafe { self.execute_engine(alpha, p, config, false, math, ptrs, beta) };
             }
             Route::Default => {
+                // The common call (alpha 1, beta 0) of a problem that ran before: one lookup.
+                // Exactly 1 and 0 (bit patterns): the scalars the remembered plan was built for.
+                let common = alpha.to_bits() == 1f64.to_bits() && beta.to_bits() == 0f64.to_bits();
+                let key = common.then(|| ProblemKey::new(&p, Route::Default, math));
+                if let Some(r) = key.as_ref().and_then(|k| self.resolved(k)) {
+                    // SAFETY: forwarded from this function's contract.
+                    if unsafe { self.run_resolved(&r, &ptrs)? } {
+                        return Ok(());
+                    }
+                }
                 if let Some(twin) = self.twin(&p, math) {
                     // SAFETY: forwarded from this function's contract.
                     return unsafe { self.execute_twin(alpha, p, &twin, math, ptrs, beta) };
                 }
-                let config = Some(self.default_config(&p, math)?);
+                let config = self.default_config(&p, math)?;
                 // SAFETY: forwarded from this function's contract.
-                return unsafe { self.execute_engine(alpha, p, config, true, math, ptrs, beta) };
+                unsafe { self.execute_engine(alpha, p, Some(config), true, math, ptrs, beta) }?;
+                if let Some(key) = &key {
+                    // It ran; a failure here only means the next call resolves again.
+                    let _ = self.remember_default(key, &p, config, math, &ptrs);
+                }
+                return Ok(());
             }
         };
         // SAFETY: forwarded from this function's contract.
@@ -195,6 +210,33 @@ impl CudnnContext {
         beta: f64,
         call: &dyn Fn() -> u32,
     ) -> Result<bool> {
+        // SAFETY: forwarded; the key is the one `p`, `route` and `math` make.
+        unsafe {
+            self.replay_keyed(
+                |k| k.matches(p, route, math),
+                || ProblemKey::new(p, route, math),
+                ptrs,
+                alpha,
+                beta,
+                call,
+            )
+        }
+    }
+
+    /// [`Self::replay_or_capture`] for a call whose key the caller has: `matches` tells
+    /// whether a cached key is the call's, `make` makes it.
+    ///
+    /// # Safety
+    /// As [`Self::replay_or_capture`], for the call the key describes.
+    unsafe fn replay_keyed(
+        &self,
+        matches: impl Fn(&ProblemKey) -> bool,
+        make: impl FnOnce() -> ProblemKey,
+        ptrs: &RawPointers,
+        alpha: f64,
+        beta: f64,
+        call: &dyn Fn() -> u32,
+    ) -> Result<bool> {
         let (api, handle) = (&self.lib.api, self.as_raw());
         let issue = |s: cudarc::driver::sys::CUstream| {
             // SAFETY: the handle is live; `s` is this context's private stream.
@@ -209,13 +251,96 @@ impl CudnnContext {
             crate::replay::replay_or_capture(
                 &self.graphs,
                 self.stream.cu_stream().cast::<c_void>(),
-                |k| k.matches(p, route, math),
-                || ProblemKey::new(p, route, math),
+                matches,
+                make,
                 ptrs,
                 (alpha, beta),
                 issue,
                 || self.apply_stream(),
             )
+        }
+    }
+
+    /// Remembers what the default choice's call of `p` (alpha 1, beta 0, math type
+    /// `math`, the choice `config`; `key` names all that) on addresses like `ptrs`
+    /// resolved to, after such a call ran: the plan for their alignment and workspace. A
+    /// later call of the problem then runs it through [`Self::run_resolved`]: one lookup
+    /// instead of the four that choose the plan (and, on the one-call paths, the
+    /// validation and the workspace query). Problems the default choice runs through
+    /// their NHWC twin are not remembered.
+    fn remember_default(
+        &self,
+        key: &ProblemKey,
+        p: &RawProblem<'_>,
+        config: crate::convolution::EngineConfig,
+        math: MathType,
+        ptrs: &RawPointers,
+    ) -> Result<()> {
+        let align = graph::alignment(ptrs);
+        let workspace = ptrs.workspace.1;
+        // What `execute_engine` just did for this call: lookups now.
+        let graph = self.engine_graph(p, 1.0, 0.0, align)?;
+        let plan = self.default_plan(p, config, math, 1.0, 0.0, align, workspace)?;
+        let resolved = graph::Resolved {
+            _graph: graph,
+            replay: ProblemKey::new(p, Route::Engine(Some(plan.config)), math),
+            plan,
+            workspace,
+            align,
+        };
+        self.engines
+            .borrow_mut()
+            .resolved
+            .insert(*key, std::rc::Rc::new(resolved));
+        Ok(())
+    }
+
+    /// What the default choice's call of the problem `key` names resolved to, if a call
+    /// of it ran and was remembered (see [`Self::remember_default`]).
+    pub(crate) fn resolved(&self, key: &ProblemKey) -> Option<std::rc::Rc<graph::Resolved>> {
+        self.engines.borrow_mut().resolved.get(key).cloned()
+    }
+
+    /// Runs a resolved default-choice call (alpha 1, beta 0) on `ptrs`, as
+    /// [`Self::execute`] would: `Ok(false)`, and nothing runs, when the addresses'
+    /// alignment or the workspace differ from those it was resolved for.
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`] for the problem `r` was resolved for (which was
+    /// validated before it was remembered).
+    pub(crate) unsafe fn run_resolved(
+        &self,
+        r: &graph::Resolved,
+        ptrs: &RawPointers,
+    ) -> Result<bool> {
+        if graph::alignment(ptrs) != r.align || ptrs.workspace.1 != r.workspace {
+            return Ok(false);
+        }
+        self.bind()?;
+        let (lib, handle) = (self.lib, self.as_raw());
+        let call = || {
+            // SAFETY: the plan was built for this problem, scalars and alignment; the
+            // memory is this function's contract.
+            unsafe { graph::execute(lib, handle, &r.plan, ptrs) }
+                .unwrap_or(crate::error::CudnnError::InternalError.code())
+        };
+        if crate::replay::enabled()
+            // SAFETY: `call` is the call the replay key describes; the addresses are this
+            // function's contract.
+            && unsafe { self.replay_keyed(|k| *k == r.replay, || r.replay, ptrs, 1.0, 0.0, &call)? }
+        {
+            return Ok(true);
+        }
+        match crate::error::CudnnError::from_code(call()) {
+            None => Ok(true),
+            Some(e) => Err(crate::error::Error::cudnn(
+                e,
+                format!(
+                    "running graph-API {} for {}",
+                    r.plan.config,
+                    r.replay.to_text()
+                ),
+            )),
         }
     }
 }

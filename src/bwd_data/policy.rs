@@ -67,8 +67,10 @@ impl CudnnContext {
         let Some(key) = ProblemKey::from_text(problem) else {
             return false;
         };
-        self.engines.borrow_mut().measured.insert(key, engine);
-        // A captured call of this problem may have run another choice.
+        let mut engines = self.engines.borrow_mut();
+        engines.measured.insert(key, engine);
+        // A captured or resolved call of this problem may have run another choice.
+        engines.resolved.clear();
         self.graphs.borrow_mut().clear();
         true
     }

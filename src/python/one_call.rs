@@ -93,6 +93,52 @@ impl PyHandle {
     }
 }
 
+impl PyHandle {
+    /// The default choice's call (alpha 1, beta 0) of the problem `key` names, on new
+    /// addresses, where such a call ran on this handle before (and so was validated and
+    /// resolved, see `CudnnContext::remember_default`): `Ok(false)`, and nothing runs,
+    /// when none did, or when these addresses need another plan (alignment) or the
+    /// handle's workspace changed; the caller then takes [`Self::one_call`].
+    ///
+    /// # Safety
+    /// `w`, `dy` and `dx` are device memory of this handle's device holding the problem's
+    /// filter, grad_output and input gradient, live and (for `dx`) writable, not
+    /// overlapping the inputs, until the work is enqueued on the handle's stream, which
+    /// orders every other use of them.
+    pub(crate) unsafe fn run_remembered(
+        &self,
+        key: &crate::problem::ProblemKey,
+        w: u64,
+        dy: u64,
+        dx: u64,
+    ) -> Result<bool> {
+        let mut state = self.inner.gpu()?;
+        let GpuState { ctx, workspace, .. } = &mut *state;
+        let Some(r) = ctx.resolved(key) else {
+            return Ok(false);
+        };
+        let stream = ctx.stream();
+        let (wsp, _guard) = match workspace.as_mut().filter(|_| r.workspace > 0) {
+            Some(slice) if slice.len() >= r.workspace => {
+                let (p, g) = cudarc::driver::DevicePtrMut::device_ptr_mut(slice, stream);
+                ((p, r.workspace), Some(g))
+            }
+            None if r.workspace == 0 => ((0, 0), None),
+            _ => return Ok(false),
+        };
+        let ptrs = crate::problem::RawPointers {
+            w,
+            dy,
+            dx,
+            workspace: wsp,
+        };
+        // SAFETY: the addresses are this function's contract; the workspace is the
+        // handle's, `r.workspace` bytes of it, locked with the handle's state until the
+        // work is enqueued.
+        unsafe { ctx.run_resolved(&r, &ptrs) }
+    }
+}
+
 /// One call for people who just want `dx`: allocates it (dtype and format default to
 /// dy's), picks the algorithm (cuDNN's heuristic) unless given, reuses the handle's
 /// workspace, and returns `dx`.

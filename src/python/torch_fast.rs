@@ -15,9 +15,10 @@ use super::operands::Operands;
 use super::torch_api::{torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
 use crate::convolution::geometry::ConvParams;
-use crate::convolution::{ConvolutionMode, RawConvolutionDescriptor};
+use crate::convolution::{ConvolutionMode, RawConvolutionDescriptor, Route};
 use crate::data_type::DType;
 use crate::math_type::MathType;
+use crate::problem::ProblemKey;
 use crate::tensor::{Format, Role};
 
 // ---------------------------------------------------------------- conv_input_grad
@@ -122,6 +123,61 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
     Some(Extents { len: n, v })
 }
 
+/// Up to five extents (a 4-d or 5-d shape) stored inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Dims {
+    len: usize,
+    v: [usize; 5],
+}
+
+impl Dims {
+    fn of(shape: &[usize]) -> Option<Self> {
+        let mut v = [0; 5];
+        v.get_mut(..shape.len())?.copy_from_slice(shape);
+        Some(Self {
+            len: shape.len(),
+            v,
+        })
+    }
+}
+
+/// A call's problem as the tensors and arguments give it, before any descriptor is made:
+/// dtype, grad_output's and weight's layouts, the weight's, grad_output's and result's
+/// shapes, and the convolution.
+type CallKey = (DType, Format, Format, Dims, Dims, Dims, ConvKey);
+
+/// A problem a call ran before (so it was validated): its key in the handles' caches of
+/// resolved calls (see `PyHandle::run_remembered`), and the result's shape and strides
+/// as the tuples PyTorch is asked for.
+struct Known {
+    problem: ProblemKey,
+    shape: Py<PyTuple>,
+    strides: Py<PyTuple>,
+}
+
+static KNOWN: Mutex<Option<BoundedCache<CallKey, Arc<Known>>>> = Mutex::new(None);
+/// Problems remembered (a training step of a large model has a few hundred).
+const MAX_KNOWN: usize = 4096;
+
+fn known(key: &CallKey) -> Option<Arc<Known>> {
+    let mut guard = KNOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    guard
+        .get_or_insert_with(|| BoundedCache::new(MAX_KNOWN))
+        .get(key)
+        .cloned()
+}
+
+fn remember(key: &CallKey, known: Known) {
+    let mut guard = KNOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    guard
+        .get_or_insert_with(|| BoundedCache::new(MAX_KNOWN))
+        .insert(*key, Arc::new(known));
+}
+
 fn conv_descriptor(key: ConvKey) -> Option<Arc<RawConvolutionDescriptor>> {
     let mut guard = CONVS
         .lock()
@@ -222,9 +278,15 @@ pub(crate) fn _torch_input_grad<'py>(
     } else {
         MathType::Default
     };
-    let Some(conv) = conv_descriptor((padding, stride, dilation, groups, comp, math)) else {
+    let conv_key = (padding, stride, dilation, groups, comp, math);
+    let (Some(w_dims), Some(dy_dims), Some(dx_dims)) =
+        (Dims::of(&w.shape), Dims::of(&dy.shape), Dims::of(&shape))
+    else {
         return Ok(None);
     };
+    let call_key = (
+        dy.dtype, dy_format, w_format, w_dims, dy_dims, dx_dims, conv_key,
+    );
 
     let stream = api.current_raw_stream(py, dy.ordinal)?;
     let handle = match handle {
@@ -246,16 +308,38 @@ pub(crate) fn _torch_input_grad<'py>(
     let h = handle.get();
     // The result, allocated by PyTorch (its caching allocator, on its current stream)
     // in grad_output's layout.
+    let known = known(&call_key);
     let strides = dense_strides(&shape, dy_format);
+    let (shape_tuple, strides_tuple) = match &known {
+        Some(k) => (k.shape.bind(py).clone(), k.strides.bind(py).clone()),
+        None => (PyTuple::new(py, &shape)?, PyTuple::new(py, &strides)?),
+    };
     let out = grad_output.call_method1(
         intern!(py, "new_empty_strided"),
-        (PyTuple::new(py, &shape)?, PyTuple::new(py, &strides)?),
+        (&shape_tuple, &strides_tuple),
     )?;
     // Everything but its address is what was just asked for.
     let address: usize = out.call_method0(intern!(py, "data_ptr"))?.extract()?;
     if address == 0 {
         return Ok(None);
     }
+    if let Some(k) = &known {
+        let (wa, dya, dxa) = (w.address as u64, dy.address as u64, address as u64);
+        let ran = py.detach(|| {
+            // SAFETY: PyTorch vouches for both tensors (dense in the layouts read above,
+            // on the handle's device, alive while this call holds them) and for the
+            // result, fresh memory of the problem's size; a call with this key ran
+            // before, so the problem the key names is theirs. All is used on PyTorch's
+            // current stream, the handle's, which orders any reuse after this work.
+            unsafe { h.run_remembered(&k.problem, wa, dya, dxa) }
+        });
+        if ran.py_err(py)? {
+            return Ok(Some(out));
+        }
+    }
+    let Some(conv) = conv_descriptor(conv_key) else {
+        return Ok(None);
+    };
     let dx = TorchTensor {
         ordinal: dy.ordinal,
         dtype: dy.dtype,
@@ -271,5 +355,18 @@ pub(crate) fn _torch_input_grad<'py>(
     let dx_core = Arc::new(core(dx, &out, dy_format, Role::Tensor)?);
     let ops = Operands::new(&w_core, &dy_core, &dx_core, conv);
     py.detach(|| h.one_call(&ops, None, 1.0)).py_err(py)?;
+    if known.is_none() {
+        let descs = ops.descs();
+        let p = descs.problem();
+        let problem = ProblemKey::new(&p, Route::Default, p.resolve_math(None));
+        remember(
+            &call_key,
+            Known {
+                problem,
+                shape: shape_tuple.unbind(),
+                strides: strides_tuple.unbind(),
+            },
+        );
+    }
     Ok(Some(out))
 }

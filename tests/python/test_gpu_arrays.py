@@ -153,6 +153,58 @@ def test_torch_fast_path_runs_the_defaults_and_declines_the_rest(
     assert_close(got.cpu().numpy(), ref, "f32", "handle on another stream")
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_torch_repeated_problems_stay_correct_on_fresh_tensors(
+    rng: np.random.Generator,
+    torch: ModuleType,
+    no_tf32: Any,
+    dtype: str,
+    channels_last: bool,
+) -> None:
+    """A problem's later calls (which run what its first call resolved, without
+    resolving or validating again) give PyTorch's result on fresh values and addresses
+    every call: interleaved with a problem of the same tensor shapes but another input
+    shape, with dy 2 elements off 16-byte alignment in between (another plan), and on
+    memory PyTorch hands back from a NaN-filled tensor just freed."""
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    w_shape, dy_shape = (12, 4, 3, 3), (2, 12, 8, 7)
+    # Same w and dy shapes: stride 1 / padding 1 gives an 8x7 input, stride 2 / padding
+    # 1 a 15x13 or 16x14 one (both output 8x7).
+    problems = [
+        ((2, 8, 8, 7), ConvParams((1, 1), (1, 1), (1, 1), 2)),
+        ((2, 8, 15, 13), ConvParams((1, 1), (2, 2), (1, 1), 2)),
+        ((2, 8, 16, 14), ConvParams((1, 1), (2, 2), (1, 1), 2)),
+    ]
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    for step in range(12):
+        x_shape, p = problems[step % len(problems)]
+        w = torch.from_numpy(nonzero_values(rng, w_shape, "f32")).to("cuda", tdt)
+        dy = torch.from_numpy(nonzero_values(rng, dy_shape, "f32")).to("cuda", tdt)
+        w, dy = w.to(memory_format=fmt), dy.to(memory_format=fmt)
+        if step in (4, 5):
+            # The same values 2 elements into a larger buffer: aligned to 4 (f16) or 8
+            # (f32) bytes only.
+            base = torch.empty(dy.numel() + 2, dtype=tdt, device="cuda")
+            view = base[2:].view(
+                dy.permute(0, 2, 3, 1).shape if channels_last else dy.shape
+            )
+            view.copy_(dy.permute(0, 2, 3, 1) if channels_last else dy)
+            dy = view.permute(0, 3, 1, 2) if channels_last else view
+            assert dy.data_ptr() % 16 != 0
+        poison = torch.full(x_shape, float("nan"), dtype=tdt, device="cuda")
+        del poison  # its block goes back to PyTorch's cache, for the result to reuse
+        got = cd.conv_input_grad(
+            x_shape, w, dy, p.stride, p.padding, p.dilation, p.groups
+        )
+        assert tuple(got.shape) == x_shape, step
+        assert got.is_contiguous(memory_format=fmt), step
+        ref = _torch_ref(torch, x_shape, w, dy, p)
+        assert_close(
+            got.float().cpu().numpy(), ref.cpu().numpy(), dtype, f"call {step}"
+        )
+
+
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
 def test_torch_benchmark_runs_the_measured_tier_on_the_fast_path(
     rng: np.random.Generator, torch: ModuleType, no_tf32: Any, channels_last: bool
