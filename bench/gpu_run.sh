@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # CUDNN_RS_WHEEL_ONLY=1 rebuilds the wheel alone and keeps the test binaries staged.
-if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then rm -rf .carry/wheels; else rm -rf .carry; fi
+# Other folders of .carry/ (fe/: the frontend wheel, tools/: py-spy, spy/) are kept.
+if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then rm -rf .carry/wheels; else rm -rf .carry/wheels .carry/bin; fi
 mkdir -p .carry/bin .carry/wheels
 venv=${CUDNN_RS_VENV:-.venv}
 [ -x "$venv/bin/maturin" ] || { python3 -m venv "$venv"; "$venv/bin/pip" install -q -r requirements-dev.txt; }

@@ -104,7 +104,29 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     def torch_dgrad() -> None:
         torch_dgrad_of(dy)
 
+    # The parts of conv_input_grad's call, each alone (what PyTorch's API costs).
+    from cudnn_rs import _native
+
+    shape, strides = tuple(x.shape), tuple(dx.stride())
+    raw_stream = torch._C._cuda_getCurrentRawStream
+    tf32 = torch._C._get_cudnn_allow_tf32
+
+    def part_alloc() -> None:
+        dy.new_empty_strided(shape, strides).data_ptr()
+
+    def part_reads() -> None:
+        for t in (w, dy):
+            _ = (t.layout, t.get_device(), t.dtype, t.data_ptr(), t.shape, t.stride())
+        raw_stream(0)
+        tf32()
+
+    def part_native() -> None:
+        _native._torch_input_grad(shape, w, dy, 1, 1, 1, 1)
+
     for name, f in [
+        ("part: new_empty_strided + data_ptr", part_alloc),
+        ("part: 2 tensor reads, stream, tf32 (Python)", part_reads),
+        ("part: native call (no Python wrapper)", part_native),
         ("torch dgrad (aten.convolution_backward)", torch_dgrad),
         ("explicit DefaultAlgo, same operands", explicit),
         ("workspace-size query", workspace_query),

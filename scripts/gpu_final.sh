@@ -167,11 +167,17 @@ spy)  # where the host time of the dgrad calls goes in a training step
 hostspy)  # where conv_input_grad's host time goes, tiny problem (the GPU work is a few us)
   python3 -m pip install -q --no-deps --no-index --target /tmp/spy .carry/tools/py_spy*.whl || exit 3
   [ "${SPY_ONLY:-0}" = 1 ] || TAIL=22 run host_overhead 90 python3 bench/host_overhead.py 3000
-  for loop in "conv_input_grad (torch" "conv_input_grad, 8"; do
+  # .carry/spy/: a wheel built with symbols (CARGO_PROFILE_RELEASE_STRIP=none), if staged.
+  spy_path=$PYTHONPATH
+  if ls .carry/spy/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-deps --no-index --target /tmp/spysite .carry/spy/*.whl && spy_path=/tmp/spysite
+  fi
+  IFS=';' read -ra loops <<<"${SPY_LOOPS:-conv_input_grad (torch;conv_input_grad, 8}"
+  for loop in "${loops[@]}"; do
     name=spy_$(echo "$loop" | tr -c 'a-z0-9' '_' | cut -c1-24)
-    TAIL=3 run "$name" 120 /tmp/spy/bin/py-spy record --native --rate "${SPY_RATE:-250}" --format raw \
+    TAIL=3 PYTHONPATH=$spy_path run "$name" 120 /tmp/spy/bin/py-spy record --native --rate "${SPY_RATE:-250}" --format raw \
       -o "$out/$name.txt" -- python3 bench/host_overhead.py "${SPY_CALLS:-400000}" "$loop"
-    python3 bench/spy_report.py "$out/$name.txt" --under "input_grad" --top 60 >>"$out/$name.log" 2>&1
+    python3 bench/spy_report.py "$out/$name.txt" --under "${SPY_UNDER:-input_grad}" --top 70 >>"$out/$name.log" 2>&1
     gzip -f "$out/$name.txt"
   done
   ;;

@@ -131,6 +131,10 @@ struct Dims {
 }
 
 impl Dims {
+    fn as_slice(&self) -> &[usize] {
+        &self.v[..self.len]
+    }
+
     fn of(shape: &[usize]) -> Option<Self> {
         let mut v = [0; 5];
         v.get_mut(..shape.len())?.copy_from_slice(shape);
@@ -138,6 +142,24 @@ impl Dims {
             len: shape.len(),
             v,
         })
+    }
+}
+
+/// A shape given as a tuple or list of at most 5 non-negative ints (a `torch.Size` is a
+/// tuple), read without allocating; `None` for anything else (the general path reads it).
+fn extents(obj: &Bound<'_, PyAny>) -> Option<Dims> {
+    fn read<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>) -> Option<Dims> {
+        let mut v = [0usize; 5];
+        let mut len = 0;
+        for item in items {
+            *v.get_mut(len)? = usize::try_from(item.extract::<i64>().ok()?).ok()?;
+            len += 1;
+        }
+        Some(Dims { len, v })
+    }
+    match obj.cast::<PyTuple>() {
+        Ok(t) => read(t.iter()),
+        Err(_) => read(obj.cast::<PyList>().ok()?.iter()),
     }
 }
 
@@ -237,17 +259,10 @@ pub(crate) fn _torch_input_grad<'py>(
     if w.ordinal != dy.ordinal {
         return Ok(None);
     }
-    let Ok(shape) = input_shape.extract::<Vec<i64>>() else {
+    let Some(x_dims) = extents(input_shape) else {
         return Ok(None);
     };
-    let Ok(shape) = shape
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<Result<Vec<usize>, _>>()
-    else {
-        return Ok(None);
-    };
-    if shape.len() != ndim {
+    if x_dims.len != ndim {
         return Ok(None);
     }
     let Ok(dy_format) = resolve_format(&dy.shape, Some(&dy.strides), None) else {
@@ -280,7 +295,7 @@ pub(crate) fn _torch_input_grad<'py>(
     };
     let conv_key = (padding, stride, dilation, groups, comp, math);
     let (Some(w_dims), Some(dy_dims), Some(dx_dims)) =
-        (Dims::of(&w.shape), Dims::of(&dy.shape), Dims::of(&shape))
+        (Dims::of(&w.shape), Dims::of(&dy.shape), Some(x_dims))
     else {
         return Ok(None);
     };
@@ -309,10 +324,13 @@ pub(crate) fn _torch_input_grad<'py>(
     // The result, allocated by PyTorch (its caching allocator, on its current stream)
     // in grad_output's layout.
     let known = known(&call_key);
-    let strides = dense_strides(&shape, dy_format);
+    let shape = x_dims.as_slice();
     let (shape_tuple, strides_tuple) = match &known {
         Some(k) => (k.shape.bind(py).clone(), k.strides.bind(py).clone()),
-        None => (PyTuple::new(py, &shape)?, PyTuple::new(py, &strides)?),
+        None => (
+            PyTuple::new(py, shape)?,
+            PyTuple::new(py, dense_strides(shape, dy_format))?,
+        ),
     };
     let out = grad_output.call_method1(
         intern!(py, "new_empty_strided"),
@@ -344,8 +362,8 @@ pub(crate) fn _torch_input_grad<'py>(
         ordinal: dy.ordinal,
         dtype: dy.dtype,
         address,
-        shape,
-        strides,
+        shape: shape.to_vec(),
+        strides: dense_strides(shape, dy_format),
     };
     let core = |t: TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
         torch_core(py, h, t, obj, Some(format), role, stream)
