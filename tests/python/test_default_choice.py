@@ -265,6 +265,50 @@ def test_one_call_equals_the_explicit_default_on_gpu(
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_one_call_repeats_stay_correct_and_still_refuse_bad_calls(
+    gpu: cd.Handle, rng: np.random.Generator, dtype: str
+) -> None:
+    """Later one-call calls of a problem run what its first call resolved (validated
+    then): fresh values every call stay correct, with alpha other than 1, after an
+    explicit call with a larger workspace of its own, and a call that does not fit is
+    still refused."""
+    h = cd.Handle(gpu.device)  # a fresh one: nothing resolved yet
+    row = _row(dtype, "NHWC")
+    case = case_2d((2, 16, 10, 9), (24, 16, 3, 3), padding=(1, 1))
+    tol = GPU_TOLERANCE[dtype]
+    for step in range(8):
+        problem = make_problem(h, row, case, rng, poison_dx=True)
+        alpha = 2.0 if step == 3 else 1.0
+        if step == 5:
+            # The explicit default with a workspace larger than the query's.
+            algo = cd.DefaultAlgo()
+            size = h.get_convolution_backward_data_workspace_size(
+                problem.w, problem.dy, problem.dx, problem.conv, algo
+            )
+            ws = cd.Workspace(h, (size or 0) + 4096)
+            h.convolution_backward_data(
+                1.0, problem.w, problem.dy, problem.conv, algo, ws, 0.0, problem.dx
+            )
+            got = problem.dx.to_numpy()
+        else:
+            got = cd.convolution_backward_data(
+                h,
+                problem.w,
+                problem.dy,
+                problem.conv,
+                x_shape=case.x_shape,
+                alpha=alpha,
+            ).to_numpy()
+        assert_close(got, problem.expected(alpha=alpha), dtype, f"call {step}", tol)
+    bigger = (case.x_shape[0], case.x_shape[1], case.x_shape[2] + 3, case.x_shape[3])
+    with pytest.raises(cd.ShapeError):
+        cd.convolution_backward_data(
+            h, problem.w, problem.dy, problem.conv, x_shape=bigger
+        )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
 def test_measured_tier_never_writes_dx_during_trials(
     gpu: cd.Handle, rng: np.random.Generator, dtype: str
 ) -> None:
