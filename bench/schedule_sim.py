@@ -1,0 +1,224 @@
+"""Replays the measured tier's find traces (``CUDNN_RS_FIND_TRACE=1``, as
+``bench/first_sight.py`` saves them) under other schedules, without a GPU: what a
+first sight would cost and what it would pick if some configurations or runs were
+left out.
+
+Each traced configuration lists its runs in order (the warm-up call first, then the
+sizing call and the trials, ``calls x ms per call``). A schedule here can only leave
+runs or configurations out, never add any: the replay keeps a configuration's runs up
+to where the schedule stops it, and counts their GPU time plus ``--sync-ms`` per run
+(the event wait). Its pick is the fastest kept configuration by its best kept run (the
+refine stage is left as traced); the regret of a row is that pick's traced best time
+over the fastest traced configuration's.
+
+    python bench/schedule_sim.py bench/find_trace_2026-12-01b.txt.gz \\
+        --first-sight bench/first_sight_2026-12-01b.csv --drop-source MODE_B
+    ... --fallback-min-engines 6        # fallback-only engines only after < 6 ranked ones
+    ... --setting-warm-spread 2.0       # other knob settings: no run after a warm-up this
+                                        # many times the fastest
+    ... --max-configs 10                # at most this many configurations per row
+
+Prints one line per row that changes and a summary (trial time, rows whose pick is
+slower than the best by more than 1%, estimated first sights against PyTorch's
+benchmark mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import math
+import re
+from dataclasses import dataclass, field
+
+DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
+CONFIG = re.compile(
+    r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
+    r"(?: from (\S+))? ->(\S+) runs(.*)"
+)
+RUN = re.compile(r"(\d+)x([\d.]+)")
+HEURISTIC = re.compile(
+    r"cudnn_rs find: heuristic CUDNN_HEUR_(\S+): \d+ configurations in ([\d.]+) ms"
+)
+TOTAL = re.compile(
+    r"FindTiming \{ total: ([\d.]+)(ms|µs|ns|s),.*trials: ([\d.]+)(ms|µs|ns|s)"
+)
+UNIT = {"s": 1e3, "ms": 1.0, "µs": 1e-3, "ns": 1e-6}
+
+
+@dataclass
+class Config:
+    engine: int
+    knobs: str
+    source: str
+    best: float
+    runs: list[tuple[int, float]]
+
+
+@dataclass
+class Row:
+    name: str
+    configs: list[Config] = field(default_factory=list)
+    total_ms: float = math.nan
+    trials_ms: float = math.nan
+    heuristics: dict[str, float] = field(default_factory=dict)
+
+
+def read_trace(path: str) -> list[Row]:
+    rows: list[Row] = []
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("== row "):
+                rows.append(Row(line[len("== row ") :]))
+                continue
+            if not rows:
+                continue
+            h = HEURISTIC.match(line)
+            if h:
+                rows[-1].heuristics[h.group(1)] = float(h.group(2))
+                continue
+            m = CONFIG.match(line)
+            if m:
+                best = float(m.group(6)) if m.group(6) != "inf" else math.inf
+                runs = [(int(n), float(ms)) for n, ms in RUN.findall(m.group(7))]
+                source = (m.group(5) or "").replace("Some(CUDNN_HEUR_", "").rstrip(")")
+                rows[-1].configs.append(
+                    Config(
+                        int(m.group(1)), (m.group(2) or "").strip(), source, best, runs
+                    )
+                )
+                continue
+            t = TOTAL.search(line)
+            if t:
+                rows[-1].total_ms = float(t.group(1)) * UNIT[t.group(2)]
+                rows[-1].trials_ms = float(t.group(3)) * UNIT[t.group(4)]
+    return rows
+
+
+def csv_key(name: str) -> tuple[str, str, str, str, str]:
+    """(layer, batch, dtype, layout, tf32) of a trace row, as first_sight.py's CSV."""
+    parts = name.split()
+    layer, batch, dtype, layout = parts[0], parts[1][2:], DTYPES[parts[2]], parts[3]
+    tf32 = ""
+    if dtype == "float32":
+        tf32 = "True" if "tf32" in parts[4:] else "False"
+    return layer, batch, dtype, layout, tf32
+
+
+def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, int]:
+    """(trial ms, pick, configurations run) of a row under the schedule in args."""
+    ranked: list[int] = []  # engines ranked by a heuristic other than the fallback list
+    seen: set[int] = set()
+    fastest = math.inf
+    pick: Config | None = None
+    cost = 0.0
+    timed = 0
+    for c in row.configs:
+        if args.drop_source and args.drop_source in c.source:
+            continue
+        if args.max_configs and timed >= args.max_configs:
+            break
+        fallback_only = "FALLBACK" in c.source and c.engine not in ranked
+        if (
+            fallback_only
+            and args.fallback_min_engines
+            and len(ranked) >= args.fallback_min_engines
+        ):
+            continue
+        if "FALLBACK" not in c.source and c.engine not in ranked:
+            ranked.append(c.engine)
+        other_setting = c.engine in seen
+        seen.add(c.engine)
+        runs = c.runs
+        if other_setting and args.setting_warm_spread and runs:
+            warm = runs[0][1]
+            if warm > args.setting_warm_spread * fastest:
+                runs = runs[:1]
+        timed += 1
+        cost += sum(n * ms + args.sync_ms for n, ms in runs)
+        # The warm-up call does not count toward the time when later runs exist.
+        timed_runs = runs[1:] or runs
+        best = min((ms for _, ms in timed_runs), default=math.inf)
+        if best < fastest:
+            fastest = best
+            pick = c
+    return cost, pick, timed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trace")
+    ap.add_argument("--first-sight", help="first_sight.py's CSV of the same run")
+    ap.add_argument(
+        "--drop-source", default="", help="leave out this heuristic's configurations"
+    )
+    ap.add_argument("--fallback-min-engines", type=int, default=0)
+    ap.add_argument("--setting-warm-spread", type=float, default=0.0)
+    ap.add_argument("--max-configs", type=int, default=0)
+    ap.add_argument("--sync-ms", type=float, default=0.03)
+    ap.add_argument("--regret", type=float, default=1.01)
+    args = ap.parse_args(argv)
+    rows = [r for r in read_trace(args.trace) if r.configs]
+    # The schedule the trace ran (nothing left out).
+    base = argparse.Namespace(
+        **{
+            **vars(args),
+            "drop_source": "",
+            "fallback_min_engines": 0,
+            "setting_warm_spread": 0.0,
+            "max_configs": 0,
+        }
+    )
+    torch_first: dict[tuple[str, ...], tuple[float, float]] = {}
+    if args.first_sight:
+        with open(args.first_sight) as f:
+            for r in csv.DictReader(f):
+                key = (r["layer"], r["batch"], r["dtype"], r["layout"], r["tf32"])
+                torch_first[key] = (
+                    float(r["torch_bench_first_ms"]),
+                    float(r["ours_measured_first_ms"]),
+                )
+    totals = {"base": 0.0, "sim": 0.0}
+    worse = over_base = over_sim = 0
+    for row in rows:
+        best = min(c.best for c in row.configs)
+        base_cost, _, base_n = simulate(row, base)
+        cost, pick, n = simulate(row, args)
+        # A heuristic left out is not asked either.
+        saved_asking = sum(
+            ms
+            for mode, ms in row.heuristics.items()
+            if args.drop_source and args.drop_source in mode
+        )
+        totals["base"] += base_cost
+        totals["sim"] += cost
+        regret = (pick.best / best) if pick and best > 0 else math.inf
+        if regret > args.regret:
+            worse += 1
+        line = (
+            f"{row.name:42s} configs {base_n:2d} -> {n:2d}  trials {base_cost:8.2f} -> "
+            f"{cost:8.2f} ms  regret {regret:.3f}"
+        )
+        first = torch_first.get(csv_key(row.name))
+        if first:
+            torch_ms, ours_ms = first
+            est = ours_ms - base_cost + cost - saved_asking
+            over_base += ours_ms > torch_ms
+            over_sim += est > torch_ms
+            line += f"  first {ours_ms:8.2f} -> {est:8.2f} (PyTorch {torch_ms:7.2f})"
+        if n != base_n or regret > args.regret:
+            print(line)
+    print(
+        f"\n{len(rows)} rows; trial time {totals['base']:.1f} -> {totals['sim']:.1f} ms; "
+        f"rows whose pick is over {args.regret:.2f}x the best: {worse}"
+    )
+    if torch_first:
+        print(f"first sights over PyTorch's benchmark mode: {over_base} -> {over_sim}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
