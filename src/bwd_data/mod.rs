@@ -10,7 +10,8 @@
 //!   run through their NHWC twin by the default choice;
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
-//!   routing to the legacy or graph API, CUDA-graph replay of repeated calls).
+//!   routing to the legacy or graph API, CUDA-graph replay of repeated calls, and the
+//!   default choice's calls resolved once per problem).
 
 mod engine;
 pub mod graph;
