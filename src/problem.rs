@@ -107,14 +107,16 @@ pub struct RawPointers {
 /// Up to eight extents (shapes, paddings, strides, dilations), stored inline so that a key
 /// is built on the call path without allocating. Problems are validated to rank 4 or 5
 /// (2 or 3 spatial dimensions) before a key is made.
+/// Up to eight extents stored inline, for keys built without allocating.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Dims {
+pub(crate) struct Dims {
     len: usize,
     v: [usize; 8],
 }
 
 impl Dims {
-    fn of(values: &[usize]) -> Self {
+    /// The first eight of `values` (a shape has at most eight).
+    pub(crate) fn of(values: &[usize]) -> Self {
         let mut v = [0; 8];
         for (slot, x) in v.iter_mut().zip(values) {
             *slot = *x;
@@ -125,7 +127,7 @@ impl Dims {
         }
     }
 
-    fn as_slice(&self) -> &[usize] {
+    pub(crate) fn as_slice(&self) -> &[usize] {
         &self.v[..self.len.min(8)]
     }
 }

@@ -18,7 +18,7 @@ use crate::convolution::geometry::ConvParams;
 use crate::convolution::{ConvolutionMode, RawConvolutionDescriptor, Route};
 use crate::data_type::DType;
 use crate::math_type::MathType;
-use crate::problem::ProblemKey;
+use crate::problem::{Dims, ProblemKey};
 use crate::tensor::{Format, Role};
 
 // ---------------------------------------------------------------- conv_input_grad
@@ -123,28 +123,6 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
     Some(Extents { len: n, v })
 }
 
-/// Up to five extents (a 4-d or 5-d shape) stored inline.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Dims {
-    len: usize,
-    v: [usize; 5],
-}
-
-impl Dims {
-    fn as_slice(&self) -> &[usize] {
-        &self.v[..self.len]
-    }
-
-    fn of(shape: &[usize]) -> Option<Self> {
-        let mut v = [0; 5];
-        v.get_mut(..shape.len())?.copy_from_slice(shape);
-        Some(Self {
-            len: shape.len(),
-            v,
-        })
-    }
-}
-
 /// A shape given as a tuple or list of at most 5 non-negative ints (a `torch.Size` is a
 /// tuple), read without allocating; `None` for anything else (the general path reads it).
 fn extents(obj: &Bound<'_, PyAny>) -> Option<Dims> {
@@ -155,7 +133,7 @@ fn extents(obj: &Bound<'_, PyAny>) -> Option<Dims> {
             *v.get_mut(len)? = usize::try_from(item.extract::<i64>().ok()?).ok()?;
             len += 1;
         }
-        Some(Dims { len, v })
+        Some(Dims::of(&v[..len]))
     }
     match obj.cast::<PyTuple>() {
         Ok(t) => read(t.iter()),
@@ -262,7 +240,7 @@ pub(crate) fn _torch_input_grad<'py>(
     let Some(x_dims) = extents(input_shape) else {
         return Ok(None);
     };
-    if x_dims.len != ndim {
+    if x_dims.as_slice().len() != ndim {
         return Ok(None);
     }
     let Ok(dy_format) = resolve_format(&dy.shape, Some(&dy.strides), None) else {
@@ -294,13 +272,14 @@ pub(crate) fn _torch_input_grad<'py>(
         MathType::Default
     };
     let conv_key = (padding, stride, dilation, groups, comp, math);
-    let (Some(w_dims), Some(dy_dims), Some(dx_dims)) =
-        (Dims::of(&w.shape), Dims::of(&dy.shape), Some(x_dims))
-    else {
-        return Ok(None);
-    };
     let call_key = (
-        dy.dtype, dy_format, w_format, w_dims, dy_dims, dx_dims, conv_key,
+        dy.dtype,
+        dy_format,
+        w_format,
+        Dims::of(&w.shape),
+        Dims::of(&dy.shape),
+        x_dims,
+        conv_key,
     );
 
     let stream = api.current_raw_stream(py, dy.ordinal)?;
