@@ -243,9 +243,17 @@ impl CudnnContext {
         accept: &'a dyn Fn(&graph::Notes) -> bool,
         sources: graph::Sources,
     ) -> Result<impl Iterator<Item = std::rc::Rc<Plan>> + 'a> {
-        let listed = graph::candidates(self.lib, graph, sources)?;
+        // Read only as far as the caller goes (most want the first plan that builds); an
+        // exhaustive list is read whole, since its unranked engines come after all the
+        // heuristics' configurations.
+        let listed: Box<dyn Iterator<Item = graph::Candidate> + 'a> =
+            if sources == graph::Sources::Exhaustive {
+                Box::new(graph::candidates(self.lib, graph, sources)?.into_iter())
+            } else {
+                Box::new(graph::ranked(self.lib, graph, sources))
+            };
         // An engine the heuristic lists may still refuse to build: skipped.
-        Ok(listed.into_iter().filter_map(move |c| {
+        Ok(listed.filter_map(move |c| {
             self.engine_config_plan(graph, c.config, c.desc.as_ref(), accept)
                 .ok()
                 .flatten()

@@ -304,14 +304,9 @@ pub(crate) enum Sources {
     Exhaustive,
 }
 
-/// The engine configurations cuDNN's heuristics rank for `graph`, best first, without
-/// repeats, drawn from `sources`.
-pub(crate) fn candidates(
-    lib: &'static CudnnLibrary,
-    graph: &OpGraph,
-    sources: Sources,
-) -> Result<Vec<Candidate>> {
-    let modes: &[HeurMode] = match sources {
+/// The heuristic modes `sources` draws on, in the order their lists are walked.
+fn modes(sources: Sources) -> &'static [HeurMode] {
+    match sources {
         Sources::Instant => &[
             HeurMode::CUDNN_HEUR_MODE_A,
             HeurMode::CUDNN_HEUR_MODE_FALLBACK,
@@ -321,9 +316,18 @@ pub(crate) fn candidates(
             HeurMode::CUDNN_HEUR_MODE_B,
             HeurMode::CUDNN_HEUR_MODE_FALLBACK,
         ],
-    };
+    }
+}
+
+/// The engine configurations cuDNN's heuristics rank for `graph`, best first, without
+/// repeats, drawn from `sources`.
+pub(crate) fn candidates(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    sources: Sources,
+) -> Result<Vec<Candidate>> {
     let mut out: Vec<Candidate> = Vec::new();
-    for &mode in modes {
+    for &mode in modes(sources) {
         let asked = std::time::Instant::now();
         // A mode that cannot answer for this graph adds nothing; the others still do.
         let ranked = heuristic(lib, graph, mode);
@@ -362,13 +366,86 @@ pub(crate) fn candidates(
     Ok(out)
 }
 
-/// The engine configurations heuristic `mode` ranks for `graph`, best first (those whose
-/// configuration cannot be read back are left out).
-fn heuristic(
+/// [`candidates`] of [`Sources::Instant`] or [`Sources::Heuristics`], read one at a time:
+/// the same configurations in the same order, but a heuristic is asked only once the
+/// ones before it are used up, and a configuration is read (engine, knobs) only when it
+/// is reached. What a caller wanting the first one that builds needs, and no more: on
+/// the H200, mode A lists 26-40 configurations for most layers, and reading them all
+/// took 1-2 ms of a first call.
+pub(crate) fn ranked<'a>(
     lib: &'static CudnnLibrary,
-    graph: &OpGraph,
-    mode: HeurMode,
-) -> Result<Vec<Candidate>> {
+    graph: &'a OpGraph,
+    sources: Sources,
+) -> Ranked<'a> {
+    Ranked {
+        lib,
+        graph,
+        modes: modes(sources).iter(),
+        mode: None,
+        pending: Vec::new().into_iter(),
+        knobs: Vec::new(),
+        seen: Vec::new(),
+    }
+}
+
+/// See [`ranked`].
+pub(crate) struct Ranked<'a> {
+    lib: &'static CudnnLibrary,
+    graph: &'a OpGraph,
+    modes: std::slice::Iter<'static, HeurMode>,
+    mode: Option<HeurMode>,
+    /// The current heuristic's configurations not read yet.
+    pending: std::vec::IntoIter<Desc>,
+    /// Knob-choice descriptors the configurations are read into (see [`read_config`]).
+    knobs: Vec<Desc>,
+    seen: Vec<EngineConfig>,
+}
+
+impl Iterator for Ranked<'_> {
+    type Item = Candidate;
+
+    fn next(&mut self) -> Option<Candidate> {
+        loop {
+            if let (Some(cfg), Some(mode)) = (self.pending.next(), self.mode) {
+                let config = read_config(self.lib, &cfg, &self.knobs)
+                    .or_else(|_| read_config(self.lib, &cfg, &[]));
+                let Ok(config) = config else { continue };
+                if self.seen.contains(&config) {
+                    continue;
+                }
+                self.seen.push(config);
+                return Some(Candidate {
+                    config,
+                    desc: Some(cfg),
+                    from: Some(mode),
+                });
+            }
+            let mode = *self.modes.next()?;
+            let asked = std::time::Instant::now();
+            // A mode that cannot answer for this graph adds nothing; the others still do.
+            let listed = ask(self.lib, self.graph, mode);
+            if tracing() {
+                eprintln!(
+                    "cudnn_rs find: heuristic {mode:?}: {} configurations listed in {:.3} ms",
+                    listed.as_ref().map_or(0, Vec::len),
+                    asked.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            if self.knobs.is_empty() {
+                // As in `heuristic`: without these the mode adds nothing.
+                let Ok(knobs) = knob_scratch(self.lib) else {
+                    continue;
+                };
+                self.knobs = knobs;
+            }
+            self.mode = Some(mode);
+            self.pending = listed.unwrap_or_default().into_iter();
+        }
+    }
+}
+
+/// The finalized engine configurations heuristic `mode` ranks for `graph`, best first.
+fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Vec<Desc>> {
     let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
     heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
     heur.set_enum(
@@ -380,18 +457,33 @@ fn heuristic(
     let count = heur
         .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
         .min(MAX_CANDIDATES);
-    let cfgs = (0..count)
+    let mut cfgs = (0..count)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
         .collect::<Result<Vec<_>>>()?;
     let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
-    // Knob choices are read into these, one configuration after another (one more than
-    // a configuration may hold, to tell an overflow).
-    let knobs = (0..=MAX_KNOBS)
+    cfgs.truncate(filled);
+    Ok(cfgs)
+}
+
+/// Knob-choice descriptors to read a configuration's knobs into: one more than a
+/// configuration may hold, to tell an overflow.
+fn knob_scratch(lib: &'static CudnnLibrary) -> Result<Vec<Desc>> {
+    (0..=MAX_KNOBS)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// The engine configurations heuristic `mode` ranks for `graph`, best first (those whose
+/// configuration cannot be read back are left out).
+fn heuristic(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    mode: HeurMode,
+) -> Result<Vec<Candidate>> {
+    let cfgs = ask(lib, graph, mode)?;
+    let knobs = knob_scratch(lib)?;
     Ok(cfgs
         .into_iter()
-        .take(filled)
         .filter_map(|cfg| {
             // Knobs that cannot be read leave the engine alone as its identity (the plan
             // is still built from the heuristic's own descriptor).
