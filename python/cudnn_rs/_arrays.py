@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from ._native import NCHW as _NCHW
 from ._native import NHWC as _NHWC
 from ._native import Algorithm as _Algorithm
 from ._native import (
@@ -182,7 +183,8 @@ def _conv_descriptor(
         comp,
         math,
     )
-    conv = _descriptors.get(key)
+    cached = None not in key[1:4]
+    conv = _descriptors.get(key) if cached else None
     if conv is None:
         conv = ConvolutionDescriptor(
             padding=_tuple(padding, spatial, "padding"),
@@ -196,12 +198,22 @@ def _conv_descriptor(
         with _lock:
             if len(_descriptors) >= _MAX_DESCRIPTORS:
                 _descriptors.pop(next(iter(_descriptors)))
-            _descriptors[key] = conv
+            if cached:
+                _descriptors[key] = conv
     return conv
 
 
 def _key(v: int | Sequence[int]) -> Any:
-    return v if isinstance(v, int) else tuple(v)
+    """``v`` as part of a cache key; None when it is no int or sequence of hashable
+    items (``_tuple`` then reports what is wrong with it)."""
+    if isinstance(v, int):
+        return v
+    try:
+        key = tuple(v)
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _int(v: object, name: str) -> int:
@@ -239,6 +251,8 @@ def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
     needed (torch's export then skips its stream handshake and device check)."""
     if isinstance(obj, cls):
         return obj
+    if _copied(obj, lib):
+        return _copy_in(obj, cls, h, "grad_output" if cls is Tensor else "weight")
     if lib == "torch":
         # Read without the autograd graph (torch refuses to export requires_grad).
         t = obj.detach()
@@ -261,6 +275,8 @@ def _import(obj: Any, cls: Any, lib: str, h: Handle, own_stream: bool) -> Any:
 
 def _import_as(obj: Any, lib: str, h: Handle, own_stream: bool, fmt: Any) -> Any:
     """``obj`` as a Filter of format ``fmt`` (ShapeError when its strides are not)."""
+    if _copied(obj, lib):
+        return _copy_in(obj, Filter, h, "weight", fmt)
     if lib == "torch":
         t = obj.detach()
         if t.is_cuda and own_stream and t.is_floating_point():
@@ -340,6 +356,26 @@ def _check_out_imported(out_t: Any, dy: Any) -> None:
         )
 
 
+def _check_copied_out(out: Any, grad_output: Any, weight: Any) -> None:
+    """What importing ``out`` would check, for a NumPy ``out`` that is written by a copy."""
+    if out.dtype != grad_output.dtype:
+        raise UnsupportedConfigurationError(
+            f"out has dtype {out.dtype.name} but grad_output has "
+            f"{grad_output.dtype.name}: the input gradient has grad_output's dtype; "
+            "pass an out of that dtype"
+        )
+    _numpy_format(out, "out")
+    np = sys.modules["numpy"]
+    if any(
+        isinstance(a, np.ndarray) and np.may_share_memory(out, a)
+        for a in (grad_output, weight)
+    ):
+        raise ShapeError(
+            "out shares memory with weight or grad_output: the output must not "
+            "overlap the inputs; give out its own array"
+        )
+
+
 def _export(lib: str, t: Any, like: Any) -> Any:
     """A cudnn_rs Tensor as an array of ``lib`` (no copy)."""
     if lib == "jax":
@@ -351,6 +387,46 @@ def _export(lib: str, t: Any, like: Any) -> Any:
     if lib == "numpy":
         return sys.modules["numpy"].from_dlpack(t)
     return t
+
+
+# NumPy dtypes that DLPack cannot carry (ml_dtypes' bfloat16): such arrays are copied
+# to and from the CPU device instead of shared.
+_COPIED = ("bfloat16",)
+
+
+def _copied(obj: Any, lib: str) -> bool:
+    return lib == "numpy" and obj.dtype.name in _COPIED
+
+
+def _numpy_format(obj: Any, what: str) -> Any:
+    """NCHW or NHWC, as a dense NumPy array's strides say (ShapeError otherwise, as a
+    shared array's import says)."""
+    if obj.flags.c_contiguous:
+        return _NCHW
+    nd = obj.ndim
+    if nd >= 3 and obj.transpose(0, *range(2, nd), 1).flags.c_contiguous:
+        return _NHWC
+    raise ShapeError(
+        f"{what} of shape {tuple(obj.shape)} has strides {obj.strides} (in bytes), "
+        "which are neither contiguous NCHW nor channels-last NHWC; make it dense "
+        "first, e.g. `np.ascontiguousarray(a)`"
+    )
+
+
+def _copy_in(obj: Any, cls: Any, h: Handle, what: str, fmt: Any = None) -> Any:
+    """A NumPy array DLPack cannot carry, copied to ``h``'s device in its own layout
+    (or ``fmt``)."""
+    return cls.from_numpy(h, obj, format=fmt or _numpy_format(obj, what))
+
+
+def _copy_out(t: Any, channels_last: bool) -> Any:
+    """A CPU-device Tensor as a new NumPy array, channels-last in memory when asked."""
+    arr = t.to_numpy()
+    if not channels_last:
+        return arr
+    nd = arr.ndim
+    phys = sys.modules["numpy"].ascontiguousarray(arr.transpose(0, *range(2, nd), 1))
+    return phys.transpose(0, nd - 1, *range(1, nd - 1))
 
 
 # ---------------------------------------------------------------- the entry point
@@ -390,7 +466,8 @@ def conv_input_grad(
     since a silent copy would hide its cost.
 
     Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
-    device; CUDA arrays on a handle cached per device and stream, issuing to the
+    device (bfloat16 NumPy arrays, which DLPack cannot carry, are copied in and the
+    result copied out); CUDA arrays on a handle cached per device and stream, issuing to the
     producer's current stream (PyTorch's ``torch.cuda.current_stream``, CuPy's current
     stream), so the result is ordered with the caller's work without any host wait.
     JAX and cudnn_rs operands use the handle's own stream, ordered by DLPack events.
@@ -529,6 +606,17 @@ def conv_input_grad(
         ndim - 2, stride, padding, dilation, groups, mode, comp, math
     )
 
+    if _copied(grad_output, lib):
+        # Computed on the CPU device, then copied out (DLPack cannot share the memory).
+        if out is not None:
+            _check_copied_out(out, grad_output, weight)
+        dx = convolution_backward_data(
+            h, w, dy, conv, x_shape=shape, algo=algo, format=dy.format
+        )
+        if out is None:
+            return _copy_out(dx, dy.format is _NHWC)  # type: ignore[no-any-return]
+        out[...] = dx.to_numpy()
+        return out
     if out is not None:
         dx = _import(out, Tensor, lib if lib != "other" else "cudnn_rs", h, own_stream)
         _check_out_imported(dx, dy)

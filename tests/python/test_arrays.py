@@ -49,7 +49,7 @@ def _channels_last(a: NDArray[Any]) -> NDArray[Any]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=["2d", "2d-strided-grouped", "3d"])
-@pytest.mark.parametrize("dtype", ["f64", "f32", "f16"])
+@pytest.mark.parametrize("dtype", ["f64", "f32", "f16", "bf16"])
 def test_numpy_in_numpy_out(rng: np.random.Generator, case: Any, dtype: str) -> None:
     w, dy, x_shape, p, ref = _case(rng, case, dtype)
     gx = cd.conv_input_grad(x_shape, w, dy, p.stride, p.padding, p.dilation, p.groups)
@@ -71,6 +71,31 @@ def test_channels_last_in_channels_last_out(
     # The result is channels-last like grad_output: channels vary fastest.
     assert gx.strides[1] == gx.itemsize
     assert_close(gx, ref, "f32", "channels-last conv_input_grad")
+
+
+def test_bfloat16_numpy_arrays_in_either_layout_and_out(
+    rng: np.random.Generator,
+) -> None:
+    """ml_dtypes' bfloat16 arrays, which DLPack cannot carry: copied in and out, with
+    the same layouts, ``out=`` and refusals as the shared dtypes."""
+    w, dy, x_shape, p, ref = _case(rng, CASES[1], "bf16")
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    gx = cd.conv_input_grad(x_shape, _channels_last(w), _channels_last(dy), *args)
+    assert gx.dtype == dy.dtype and gx.strides[1] == gx.itemsize
+    assert_close(gx, ref, "bf16", "channels-last bfloat16 conv_input_grad")
+    out = np.full(x_shape, np.nan, dtype=dy.dtype)
+    assert cd.conv_input_grad(x_shape, w, dy, *args, out=out) is out
+    assert_close(out, ref, "bf16", "bfloat16 out=")
+    for bad, error in [
+        (np.full(x_shape, np.nan, np.float32), cd.UnsupportedConfigurationError),
+        (np.full((*x_shape[:3], 2 * x_shape[3]), 7, dy.dtype)[..., ::2], cd.ShapeError),
+    ]:
+        before = bad.copy()
+        with pytest.raises(error):
+            cd.conv_input_grad(x_shape, w, dy, *args, out=bad)
+        np.testing.assert_array_equal(bad, before)
+    with pytest.raises(cd.ShapeError, match="dense"):
+        cd.conv_input_grad(x_shape, w, np.repeat(dy, 2, axis=3)[..., ::2], *args)
 
 
 def test_depthwise_filter_follows_a_channels_last_grad_output(
@@ -245,6 +270,13 @@ def test_input_shape_of_the_wrong_rank() -> None:
         cd.conv_input_grad((1, 2, 4), w, dy, 1, 1)
     with pytest.raises(TypeError, match="input_shape"):
         cd.conv_input_grad((1, 2, 4.5, 4), w, dy, 1, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [1.0, [[1], [1]], "11", None])
+def test_a_stride_that_is_no_int_or_sequence_of_ints_is_named(bad: Any) -> None:
+    w, dy = np.ones((2, 3, 3, 3), np.float32), np.ones((1, 2, 4, 4), np.float32)
+    with pytest.raises(TypeError, match=r"^stride must be an int or a tuple of 2 ints"):
+        cd.conv_input_grad((1, 3, 6, 6), w, dy, stride=bad)
 
 
 def test_stride_of_the_wrong_length() -> None:
