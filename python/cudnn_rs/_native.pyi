@@ -289,8 +289,9 @@ class BestHeuristic(Algorithm):
     @property
     def algo(
         self,
-    ) -> DataAlgo0 | DataAlgo1 | Fft | FftTiling | Winograd | WinogradNonFused:
-        """The algorithm chosen (an instance of one of the six algorithm classes)."""
+    ) -> DataAlgo0 | DataAlgo1 | Fft | FftTiling | WinogradNonFused:
+        """The algorithm chosen: an instance of one of the five algorithm classes cuDNN 9
+        runs (never ``Winograd``, which it no longer runs for backward data)."""
     @property
     def time(self) -> float:
         """Milliseconds cuDNN measured, or -1.0 where it only estimated."""

@@ -36,6 +36,13 @@ def f32_nchw_every_algorithm(h: cd.Handle) -> None:
         ws = cd.Workspace(h, size)
         h.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
     h.convolution_backward_data(1, w, dy, conv, cd.Fft(), None, 0, dx)
+    # the algorithm a heuristic or a find chose, passed on
+    chosen = best.algo
+    size = h.get_convolution_backward_data_workspace_size(w, dy, dx, conv, chosen)
+    h.convolution_backward_data(
+        1.0, w, dy, conv, chosen, cd.Workspace(h, size), 0.0, dx
+    )
+    h.convolution_backward_data(1.0, w, dy, conv, perfs[0].algo, None, 0.0, dx)
     # the one-call API: dtype and format of dx default to dy's
     out = cd.convolution_backward_data(h, w, dy, conv, (2, 4, 16, 16))
     assert_type(out, cd.Tensor[cd.F32, cd.NCHW, cd.Rank4])
