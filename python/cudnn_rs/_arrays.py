@@ -27,6 +27,7 @@ from ._native import (
     Tensor,
     UnsupportedConfigurationError,
     _convolution_backward_data_into,
+    _pointer_device,
     _torch_input_grad,
     bf16,
     convolution_backward_data,
@@ -114,6 +115,14 @@ def _device(obj: Any, lib: str, what: str) -> tuple[str, int]:
         f"{what} must be an array with __dlpack__ or __cuda_array_interface__ (PyTorch, "
         f"CuPy, JAX, NumPy, cudnn_rs Tensor/Filter), got {_describe(obj)}"
     )
+
+
+def _shape(obj: Any) -> tuple[int, ...]:
+    """An array's shape: its ``shape``, or its ``__cuda_array_interface__``'s."""
+    shape = getattr(obj, "shape", None)
+    if shape is None:
+        shape = obj.__cuda_array_interface__["shape"]
+    return tuple(int(d) for d in shape)
 
 
 def _dev_name(dev: tuple[str, int]) -> str:
@@ -533,11 +542,12 @@ def conv_input_grad(
             f"weight lives on {_dev_name(wdev)} but grad_output on {_dev_name(dev)}: "
             f"put both on one device (e.g. weight.to(grad_output.device))"
         )
-    ndim = len(grad_output.shape)  # type: ignore[attr-defined]
+    dy_shape = _shape(grad_output)
+    ndim = len(dy_shape)
     if ndim not in (4, 5):
         raise ShapeError(
             f"conv_input_grad computes 2-d and 3-d convolutions (arrays of rank 4 or 5); "
-            f"grad_output has rank {ndim} (shape {tuple(grad_output.shape)})"  # type: ignore[attr-defined]
+            f"grad_output has rank {ndim} (shape {dy_shape})"
         )
     try:
         shape = tuple(_int(d, "input_shape") for d in input_shape)
@@ -559,7 +569,15 @@ def conv_input_grad(
     elif dev[0] == "cpu":
         h = _cpu()
     elif dev[1] < 0:
-        h = _cuda_handle(0, None, None, benchmark)
+        # Known only by __cuda_array_interface__: the weight's device, else the
+        # driver's answer for grad_output's address.
+        if wdev[0] == "cuda" and wdev[1] >= 0:
+            ordinal = wdev[1]
+        else:
+            ordinal = _pointer_device(
+                int(grad_output.__cuda_array_interface__["data"][0])
+            )  # type: ignore[attr-defined]
+        h = _cuda_handle(ordinal, None, None, benchmark)
     else:
         stream, raw = _producer_stream(grad_output, lib, dev[1])
         h = _cuda_handle(dev[1], stream, raw, benchmark)

@@ -72,6 +72,7 @@ __all__ = [
     "_cudnn_origin",
     "_driver_info",
     "_gpus",
+    "_pointer_device",
     "_torch_input_grad",
     "bf16",
     "convolution_backward_data",
@@ -3345,6 +3346,9 @@ def _add_cudnn_search_dir(path: str | os.PathLike[str]) -> None:
 
 def _cudnn_origin() -> str | None:
     """Where cuDNN was loaded from, or None when it is not loaded (yet)."""
+
+def _pointer_device(address: int) -> int:
+    """The CUDA device that owns device memory at ``address``, as the driver says."""
 
 def _driver_info() -> dict[str, Any]:
     """The CUDA driver: ``loaded`` (library name or None), ``version``

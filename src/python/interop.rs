@@ -178,6 +178,13 @@ fn context_for(handle: Option<&PyHandle>, ordinal: usize) -> Result<Arc<CudaCont
     }
 }
 
+/// The CUDA device that owns device memory at `address`, as the driver says (for
+/// arrays known only by `__cuda_array_interface__`, which names no device).
+#[pyfunction]
+pub(crate) fn _pointer_device(py: Python<'_>, address: usize) -> PyResult<usize> {
+    pointer_device(address).py_err(py)
+}
+
 /// Which device the CUDA driver says `address` belongs to.
 fn pointer_device(address: usize) -> Result<usize> {
     crate::library::guard_cudarc("asking the driver where an address lives", || {
@@ -403,8 +410,8 @@ pub(crate) fn torch_core(
             device_id: i32::try_from(t.ordinal).unwrap_or(i32::MAX),
         },
         dtype: t.dtype,
-        shape: t.shape,
-        strides: Some(t.strides),
+        shape: t.shape.as_slice().to_vec(),
+        strides: Some(t.strides.as_slice().to_vec()),
         read_only: false,
     };
     let owner = ForeignOwner::new(None, Some(obj.clone().unbind()));

@@ -84,6 +84,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m
     )?)?;
     m.add_function(wrap_pyfunction!(torch_fast::_torch_input_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(interop::_pointer_device, m)?)?;
     m.add("BOUND_CUDNN_VERSION", crate::library::BOUND_CUDNN_VERSION)?;
     Ok(())
 }

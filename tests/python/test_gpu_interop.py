@@ -330,6 +330,30 @@ def test_cuda_array_interface_stream_is_honoured(
     assert_close(dx.to_numpy(), expected, "f32", "ordered after the CAI stream")
 
 
+def test_conv_input_grad_of_cai_only_arrays_runs_on_their_device(
+    torch: ModuleType, rng: np.random.Generator
+) -> None:
+    """Arrays known only by ``__cuda_array_interface__`` (which names no device) run on
+    the device that owns their memory, on every GPU, whichever device is current."""
+    w_np, dy_np, expected = host_problem(rng)
+    for ordinal in range(torch.cuda.device_count()):
+        w_t = torch.from_numpy(w_np).to(f"cuda:{ordinal}")
+        dy_t = torch.from_numpy(dy_np).to(f"cuda:{ordinal}")
+        torch.cuda.synchronize(ordinal)
+        with torch.cuda.device(0):
+            gx = cd.conv_input_grad(
+                CASE.x_shape,
+                CaiOnly(w_t.__cuda_array_interface__),
+                CaiOnly(dy_t.__cuda_array_interface__),
+                padding=CASE.padding,
+                math=cd.MathType.Fma,
+            )
+        assert isinstance(gx, cd.Tensor) and gx.device == f"cuda:{ordinal}"
+        assert_close(
+            gx.to_numpy(), expected, "f32", f"CAI-only arrays on cuda:{ordinal}"
+        )
+
+
 def test_stream_owner_is_kept_alive(
     torch: ModuleType, rng: np.random.Generator
 ) -> None:
