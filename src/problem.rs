@@ -104,20 +104,20 @@ pub struct RawPointers {
     pub workspace: (CUdeviceptr, usize),
 }
 
-/// Up to eight extents (shapes, paddings, strides, dilations), stored inline so that a key
-/// is built on the call path without allocating. Problems are validated to rank 4 or 5
-/// (2 or 3 spatial dimensions) before a key is made.
-/// Up to eight extents stored inline, for keys built without allocating.
+/// Up to eight extents (shapes, paddings, strides, dilations; `i64` for a tensor's
+/// element strides), stored inline so that a key is built on the call path without
+/// allocating. Problems are validated to rank 4 or 5 (2 or 3 spatial dimensions)
+/// before a key is made.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Dims {
+pub(crate) struct Dims<T = usize> {
     len: usize,
-    v: [usize; 8],
+    v: [T; 8],
 }
 
-impl Dims {
+impl<T: Copy + Default> Dims<T> {
     /// The first eight of `values` (a shape has at most eight).
-    pub(crate) fn of(values: &[usize]) -> Self {
-        let mut v = [0; 8];
+    pub(crate) fn of(values: &[T]) -> Self {
+        let mut v = [T::default(); 8];
         for (slot, x) in v.iter_mut().zip(values) {
             *slot = *x;
         }
@@ -127,7 +127,7 @@ impl Dims {
         }
     }
 
-    pub(crate) fn as_slice(&self) -> &[usize] {
+    pub(crate) fn as_slice(&self) -> &[T] {
         &self.v[..self.len.min(8)]
     }
 }

@@ -3,12 +3,14 @@
 //! extent), PyTorch's current stream as a raw address, and its cuDNN flags. PyTorch is
 //! looked up in `sys.modules` (never imported): a tensor of it means it is loaded.
 
+use pyo3::conversion::FromPyObjectOwned;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyList, PyTuple, PyType};
 
 use crate::data_type::DType;
+use crate::problem::Dims;
 
 /// The parts of PyTorch cudnn_rs uses, looked up once.
 pub(crate) struct TorchApi {
@@ -63,13 +65,41 @@ pub(crate) fn torch_api(py: Python<'_>) -> Option<&TorchApi> {
     Some(TORCH.get_or_init(py, || api))
 }
 
-/// A dense PyTorch CUDA tensor, as PyTorch describes it.
+/// A dense PyTorch CUDA tensor, as PyTorch describes it (shape and element strides
+/// inline: reading one allocates nothing).
 pub(crate) struct TorchTensor {
     pub ordinal: usize,
     pub dtype: DType,
     pub address: usize,
-    pub shape: Vec<usize>,
-    pub strides: Vec<i64>,
+    pub shape: Dims,
+    pub strides: Dims<i64>,
+}
+
+/// A tuple or list (a `torch.Size` is a tuple) of at most eight ints, read without
+/// allocating; `None` for anything else or any item that is no `T`.
+pub(crate) fn dims<'py, T>(obj: &Bound<'py, PyAny>) -> Option<Dims<T>>
+where
+    T: Copy + Default + FromPyObjectOwned<'py>,
+{
+    fn read<'py, T>(items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>) -> Option<Dims<T>>
+    where
+        T: Copy + Default + FromPyObjectOwned<'py>,
+    {
+        let mut v = [T::default(); 8];
+        if items.len() > v.len() {
+            return None;
+        }
+        let mut len = 0;
+        for item in items {
+            *v.get_mut(len)? = item.extract::<T>().ok()?;
+            len += 1;
+        }
+        Some(Dims::of(&v[..len]))
+    }
+    match obj.cast::<PyTuple>() {
+        Ok(t) => read(t.iter()),
+        Err(_) => read(obj.cast::<PyList>().ok()?.iter()),
+    }
 }
 
 impl TorchApi {
@@ -113,12 +143,8 @@ impl TorchApi {
             ordinal,
             dtype,
             address,
-            shape: obj.getattr(intern!(py, "shape")).ok()?.extract().ok()?,
-            strides: obj
-                .call_method0(intern!(py, "stride"))
-                .ok()?
-                .extract()
-                .ok()?,
+            shape: dims(&obj.getattr(intern!(py, "shape")).ok()?)?,
+            strides: dims(&obj.call_method0(intern!(py, "stride")).ok()?)?,
         })
     }
 

@@ -12,7 +12,7 @@ use super::device::PyHandle;
 use super::errors::IntoPyResult;
 use super::interop::{dense_strides, resolve_format, resolve_format_prefer, torch_core};
 use super::operands::Operands;
-use super::torch_api::{torch_api, TorchApi, TorchTensor};
+use super::torch_api::{dims, torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
 use crate::convolution::geometry::ConvParams;
 use crate::convolution::{ConvolutionMode, RawConvolutionDescriptor, Route};
@@ -123,34 +123,18 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
     Some(Extents { len: n, v })
 }
 
-/// A shape given as a tuple or list of at most 5 non-negative ints (a `torch.Size` is a
-/// tuple), read without allocating; `None` for anything else (the general path reads it).
-fn extents(obj: &Bound<'_, PyAny>) -> Option<Dims> {
-    fn read<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>) -> Option<Dims> {
-        let mut v = [0usize; 5];
-        let mut len = 0;
-        for item in items {
-            *v.get_mut(len)? = usize::try_from(item.extract::<i64>().ok()?).ok()?;
-            len += 1;
-        }
-        Some(Dims::of(&v[..len]))
-    }
-    match obj.cast::<PyTuple>() {
-        Ok(t) => read(t.iter()),
-        Err(_) => read(obj.cast::<PyList>().ok()?.iter()),
-    }
-}
-
-/// A call's problem as the tensors and arguments give it, before any descriptor is made:
-/// dtype, grad_output's and weight's layouts, the weight's, grad_output's and result's
-/// shapes, and the convolution.
-type CallKey = (DType, Format, Format, Dims, Dims, Dims, ConvKey);
+/// A call's problem as the tensors and arguments give it, before any descriptor is made
+/// or any layout resolved: dtype, the weight's and grad_output's shapes and strides, the
+/// result's shape, and the convolution.
+type CallKey = (DType, Dims, Dims<i64>, Dims, Dims<i64>, Dims, ConvKey);
 
 /// A problem a call ran before (so it was validated): its key in the handles' caches of
-/// resolved calls (see `PyHandle::run_remembered`), and the result's shape and strides
-/// as the tuples PyTorch is asked for.
+/// resolved calls (see `PyHandle::run_remembered`), the layouts the strides resolved
+/// to, and the result's shape and strides as the tuples PyTorch is asked for.
 struct Known {
     problem: ProblemKey,
+    dy_format: Format,
+    w_format: Format,
     shape: Py<PyTuple>,
     strides: Py<PyTuple>,
 }
@@ -229,26 +213,24 @@ pub(crate) fn _torch_input_grad<'py>(
     let (Some(dy), Some(w)) = (api.read(grad_output), api.read(weight)) else {
         return Ok(None);
     };
-    let ndim = dy.shape.len();
+    let ndim = dy.shape.as_slice().len();
     let float = matches!(dy.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
-    if !(ndim == 4 || ndim == 5) || w.shape.len() != ndim || w.dtype != dy.dtype || !float {
+    if !(ndim == 4 || ndim == 5)
+        || w.shape.as_slice().len() != ndim
+        || w.dtype != dy.dtype
+        || !float
+    {
         return Ok(None);
     }
     if w.ordinal != dy.ordinal {
         return Ok(None);
     }
-    let Some(x_dims) = extents(input_shape) else {
+    let Some(x_dims) = dims::<usize>(input_shape) else {
         return Ok(None);
     };
     if x_dims.as_slice().len() != ndim {
         return Ok(None);
     }
-    let Ok(dy_format) = resolve_format(&dy.shape, Some(&dy.strides), None) else {
-        return Ok(None);
-    };
-    let Ok(w_format) = resolve_format_prefer(&w.shape, &w.strides, dy_format) else {
-        return Ok(None);
-    };
     let n = ndim - 2;
     let (Some(stride), Some(padding), Some(dilation)) =
         (ints(stride, n), ints(padding, n), ints(dilation, n))
@@ -273,13 +255,7 @@ pub(crate) fn _torch_input_grad<'py>(
     };
     let conv_key = (padding, stride, dilation, groups, comp, math);
     let call_key = (
-        dy.dtype,
-        dy_format,
-        w_format,
-        Dims::of(&w.shape),
-        Dims::of(&dy.shape),
-        x_dims,
-        conv_key,
+        dy.dtype, w.shape, w.strides, dy.shape, dy.strides, x_dims, conv_key,
     );
 
     let stream = api.current_raw_stream(py, dy.ordinal)?;
@@ -300,17 +276,27 @@ pub(crate) fn _torch_input_grad<'py>(
         }
     };
     let h = handle.get();
-    // The result, allocated by PyTorch (its caching allocator, on its current stream)
-    // in grad_output's layout.
+    // A known problem's layouts and result tuples; a new one's layouts from its strides.
     let known = known(&call_key);
     let shape = x_dims.as_slice();
-    let (shape_tuple, strides_tuple) = match &known {
-        Some(k) => (k.shape.bind(py).clone(), k.strides.bind(py).clone()),
-        None => (
-            PyTuple::new(py, shape)?,
-            PyTuple::new(py, dense_strides(shape, dy_format))?,
-        ),
+    let (dy_format, w_format, shape_tuple, strides_tuple) = if let Some(k) = &known {
+        let tuples = (k.shape.bind(py).clone(), k.strides.bind(py).clone());
+        (k.dy_format, k.w_format, tuples.0, tuples.1)
+    } else {
+        let dy_format = resolve_format(dy.shape.as_slice(), Some(dy.strides.as_slice()), None);
+        let Ok(dy_format) = dy_format else {
+            return Ok(None);
+        };
+        let w_format = resolve_format_prefer(w.shape.as_slice(), w.strides.as_slice(), dy_format);
+        let Ok(w_format) = w_format else {
+            return Ok(None);
+        };
+        let strides = dense_strides(shape, dy_format);
+        let tuples = (PyTuple::new(py, shape)?, PyTuple::new(py, strides)?);
+        (dy_format, w_format, tuples.0, tuples.1)
     };
+    // The result, allocated by PyTorch (its caching allocator, on its current stream)
+    // in grad_output's layout.
     let out = grad_output.call_method1(
         intern!(py, "new_empty_strided"),
         (&shape_tuple, &strides_tuple),
@@ -341,8 +327,8 @@ pub(crate) fn _torch_input_grad<'py>(
         ordinal: dy.ordinal,
         dtype: dy.dtype,
         address,
-        shape: shape.to_vec(),
-        strides: dense_strides(shape, dy_format),
+        shape: x_dims,
+        strides: Dims::of(&dense_strides(shape, dy_format)),
     };
     let core = |t: TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
         torch_core(py, h, t, obj, Some(format), role, stream)
@@ -360,6 +346,8 @@ pub(crate) fn _torch_input_grad<'py>(
             &call_key,
             Known {
                 problem,
+                dy_format,
+                w_format,
                 shape: shape_tuple.unbind(),
                 strides: strides_tuple.unbind(),
             },
