@@ -70,6 +70,23 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     def one_call() -> None:
         cd.convolution_backward_data(h, wt, dyt, conv, tuple(x.shape))
 
+    x_shape = tuple(x.shape)
+
+    # The training-loop pattern through the explicit API: PyTorch tensors
+    # imported afresh every call, then the default choice (the one-call API).
+    def fresh_one_call() -> None:
+        a = cd.Filter.from_dlpack(w, format=fmt, handle=h)
+        b = cd.Tensor.from_dlpack(dy, format=fmt, handle=h)
+        cd.convolution_backward_data(h, a, b, conv, x_shape)
+
+    def fresh_one_call_torch_out() -> None:
+        a = cd.Filter.from_dlpack(w, format=fmt, handle=h)
+        b = cd.Tensor.from_dlpack(dy, format=fmt, handle=h)
+        torch.from_dlpack(cd.convolution_backward_data(h, a, b, conv, x_shape))
+
+    def import_without_handle() -> None:
+        cd.Tensor.from_dlpack(dy, format=fmt)
+
     def input_grad() -> None:
         cd.conv_input_grad(tuple(x.shape), w, dy, 1, 1)
 
@@ -133,6 +150,9 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
         ("3 x from_dlpack (+ torch.empty_like)", imports),
         ("fresh imports + query + explicit call", fresh_explicit),
         ("one-call API", one_call),
+        ("fresh imports + one-call API", fresh_one_call),
+        ("fresh imports + one-call API + torch.from_dlpack", fresh_one_call_torch_out),
+        ("part: 1 x from_dlpack without a handle", import_without_handle),
         ("conv_input_grad (torch in, torch out)", input_grad),
         ("torch dgrad, 8 grad_outputs in turn", torch_dgrad_turns),
         ("conv_input_grad, 8 grad_outputs in turn", input_grad_turns),
@@ -140,9 +160,9 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
         if only and only not in name:
             continue
         try:
-            print(f"{label:28s} {name:42s} {per_iter_us(f, n):9.1f} us", flush=True)
+            print(f"{label:28s} {name:50s} {per_iter_us(f, n):9.1f} us", flush=True)
         except Exception as exc:  # a broken path is a line, not the end of the run
-            print(f"{label:28s} {name:42s} {type(exc).__name__}: {exc}", flush=True)
+            print(f"{label:28s} {name:50s} {type(exc).__name__}: {exc}", flush=True)
 
 
 def main() -> None:
