@@ -589,7 +589,10 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
 
         With ``handle``, the array must live on the handle's device
         (``DeviceMismatchError`` otherwise) and the producer orders its pending work
-        before the handle's stream; without it, before the legacy default stream.
+        before the handle's stream; without it, before the legacy default stream. A
+        PyTorch CUDA tensor is read in place (no DLPack export) when PyTorch's current
+        stream is the handle's or, without a handle, its default stream; work of ours
+        on any stream is then ordered after PyTorch's pending work on that stream.
 
         Raises ``ShapeError`` for strides that are neither layout (call
         ``.contiguous()`` or ``.contiguous(memory_format=torch.channels_last)``),
@@ -841,7 +844,10 @@ class Filter(Generic[_DT, _FMT, _RANK]):
 
         With ``handle``, the array must live on the handle's device
         (``DeviceMismatchError`` otherwise) and the producer orders its pending work
-        before the handle's stream; without it, before the legacy default stream.
+        before the handle's stream; without it, before the legacy default stream. A
+        PyTorch CUDA tensor is read in place (no DLPack export) when PyTorch's current
+        stream is the handle's or, without a handle, its default stream; work of ours
+        on any stream is then ordered after PyTorch's pending work on that stream.
 
         Raises ``ShapeError`` for strides that are neither layout (call
         ``.contiguous()`` or ``.contiguous(memory_format=torch.channels_last)``),

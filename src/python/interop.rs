@@ -169,13 +169,27 @@ fn handle_gpu(handle: &PyHandle) -> Result<(Arc<CudaContext>, Arc<CudaStream>)> 
     ))
 }
 
-/// A CUDA context for device `ordinal`: the handle's, or a fresh one on the primary
-/// context (as PyTorch, CuPy and JAX use).
+/// The contexts imports without a handle use, one per device, each made once (on the
+/// primary context): making one per import retained the primary context and released
+/// it again when the tensor went.
+static IMPORT_CONTEXTS: std::sync::Mutex<Vec<(usize, Arc<CudaContext>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A CUDA context for device `ordinal`: the handle's, or the one imports without a
+/// handle share, on the primary context (as PyTorch, CuPy and JAX use).
 fn context_for(handle: Option<&PyHandle>, ordinal: usize) -> Result<Arc<CudaContext>> {
-    match handle {
-        Some(h) => Ok(handle_gpu(h)?.0),
-        None => CudnnContext::cuda_context(ordinal),
+    if let Some(h) = handle {
+        return Ok(handle_gpu(h)?.0);
     }
+    let mut made = IMPORT_CONTEXTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, ctx)) = made.iter().find(|(o, _)| *o == ordinal) {
+        return Ok(Arc::clone(ctx));
+    }
+    let ctx = CudnnContext::cuda_context(ordinal)?;
+    made.push((ordinal, Arc::clone(&ctx)));
+    Ok(ctx)
 }
 
 /// The CUDA device that owns device memory at `address`, as the driver says (for
@@ -356,9 +370,9 @@ pub(crate) fn import(
 /// the handle's: read in place (data pointer, shape, strides, dtype; see `torch_fast`)
 /// instead of a DLPack round trip, which costs PyTorch tens of microseconds in Python per
 /// tensor. The tensor object is kept alive as the owner, and the memory is marked as used
-/// by the producer on our stream, so releasing it needs no wait. Anything else (another
-/// device or stream, a dtype we do not map, no handle): `None`, and the DLPack path takes
-/// it.
+/// by the producer on our stream, so releasing it needs no wait. Without a handle, see
+/// [`import_torch_unbound`]. Anything else (another device or stream, a dtype we do not
+/// map): `None`, and the DLPack path takes it.
 fn import_torch(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
@@ -367,7 +381,7 @@ fn import_torch(
     role: Role,
 ) -> PyResult<Option<TensorCore>> {
     let Some(h) = handle else {
-        return Ok(None);
+        return import_torch_unbound(py, obj, format, role);
     };
     let DeviceId::Cuda(ordinal) = h.inner.device else {
         return Ok(None);
@@ -389,6 +403,36 @@ fn import_torch(
     torch_core(py, h, t, obj, format, role, theirs).map(Some)
 }
 
+/// A PyTorch CUDA tensor imported without a handle, while PyTorch's current stream on
+/// its device is the legacy default stream (PyTorch's default): read in place, as
+/// [`import_torch`] does, instead of PyTorch's DLPack export (about 12 us of Python per
+/// tensor on the H200). The tensor is marked as last used on that stream, so its first
+/// use on a handle's stream is ordered after PyTorch's work there (an event where the
+/// streams differ), and releasing it after use on that same stream needs no wait (the
+/// DLPack path must synchronize: it does not know PyTorch's stream). `None` on any other
+/// stream, or for anything else.
+fn import_torch_unbound(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    format: Option<Format>,
+    role: Role,
+) -> PyResult<Option<TensorCore>> {
+    let Some(api) = super::torch_api::torch_api(py) else {
+        return Ok(None);
+    };
+    let Some(t) = api.read(obj) else {
+        return Ok(None);
+    };
+    if api.current_raw_stream(py, t.ordinal)? != 0 {
+        return Ok(None);
+    }
+    let ctx = context_for(None, t.ordinal).py_err(py)?;
+    let legacy = ctx.default_stream();
+    let core = torch_view_core(py, ctx, t, obj, format, role, 0)?;
+    core.used_on(&legacy).py_err(py)?;
+    Ok(Some(core))
+}
+
 /// A tensor over a PyTorch tensor's memory, as PyTorch describes it (`t`, read from
 /// `obj`), used on `stream`, PyTorch's current stream and the handle's. The device and
 /// extent lookups of other imports are skipped: PyTorch's own tensor vouches that its
@@ -403,6 +447,19 @@ pub(crate) fn torch_core(
     stream: usize,
 ) -> PyResult<TensorCore> {
     let (ctx, _) = handle_gpu(h).py_err(py)?;
+    torch_view_core(py, ctx, t, obj, format, role, stream)
+}
+
+/// [`torch_core`] on the CUDA context `ctx` (of the tensor's device).
+fn torch_view_core(
+    py: Python<'_>,
+    ctx: Arc<CudaContext>,
+    t: super::torch_api::TorchTensor,
+    obj: &Bound<'_, PyAny>,
+    format: Option<Format>,
+    role: Role,
+    stream: usize,
+) -> PyResult<TensorCore> {
     let view = dlpack::DlView {
         address: t.address,
         device: DLDevice {

@@ -465,6 +465,12 @@ impl TensorCore {
         Ok(())
     }
 
+    /// Marks the tensor as last used on `stream` (for an import whose producer's work
+    /// is pending there): its next use on another stream is ordered after it.
+    pub(crate) fn used_on(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        self.use_on(stream)
+    }
+
     /// The stream the tensor was last used on, if any work of ours may be pending.
     pub(crate) fn last_stream(&self) -> Option<Arc<CudaStream>> {
         self.mark().as_ref().map(|m| Arc::clone(&m.stream))

@@ -330,6 +330,37 @@ def test_cuda_array_interface_stream_is_honoured(
     assert_close(dx.to_numpy(), expected, "f32", "ordered after the CAI stream")
 
 
+@pytest.mark.parametrize("handle_stream", ["default", "torch stream"])
+def test_torch_imports_without_a_handle_are_ordered_on_any_handle_stream(
+    torch: ModuleType, rng: np.random.Generator, handle_stream: str
+) -> None:
+    """``from_dlpack(t)`` with no handle, as the contract spells it: read in place (no
+    copy; a tensor that requires grad too), and ordered after PyTorch's pending work on
+    its current stream, also on a handle of another (non-blocking) stream."""
+    sleep = sleep_kernel(torch)
+    w_np, dy_np, expected = host_problem(rng)
+    h = (
+        cd.Handle()
+        if handle_stream == "default"
+        else cd.Handle(stream=torch.cuda.Stream())
+    )
+    conv = cd.ConvolutionDescriptor(padding=CASE.padding, math_type=cd.MathType.Fma)
+    src = torch.from_numpy(dy_np).cuda()
+    w_t = torch.from_numpy(w_np).cuda().requires_grad_()
+    dy_t = torch.zeros_like(src)
+    torch.cuda.synchronize()
+    h.synchronize()
+    sleep(SLEEP_CYCLES)  # on PyTorch's current stream, as the copy after it
+    dy_t.copy_(src)
+    w = cd.Filter.from_dlpack(w_t)
+    dy = cd.Tensor.from_dlpack(dy_t)
+    assert cai_pointer(dy) == dy_t.data_ptr() and cai_pointer(w) == w_t.data_ptr()
+    dx = cd.convolution_backward_data(h, w, dy, conv, CASE.x_shape)
+    assert_close(
+        dx.to_numpy(), expected, "f32", f"imports without a handle, {handle_stream}"
+    )
+
+
 def test_conv_input_grad_of_cai_only_arrays_runs_on_their_device(
     torch: ModuleType, rng: np.random.Generator
 ) -> None:
