@@ -175,6 +175,38 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
             print(f"{label:28s} {name:56s} {type(exc).__name__}: {exc}", flush=True)
 
 
+def cupy_case(n: int) -> None:
+    """The same loops on CuPy arrays (tiny problem), where CuPy is installed."""
+    try:
+        import cupy
+    except ImportError:
+        print("cupy is not installed: no CuPy loops")
+        return
+    label = "tiny 1x4x8x8 f32 (CuPy)"
+    w = cupy.random.standard_normal((4, 4, 3, 3), dtype=cupy.float32)
+    dy = cupy.random.standard_normal((1, 4, 8, 8), dtype=cupy.float32)
+    x_shape = (1, 4, 8, 8)
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    h0 = cd.Handle()
+
+    def input_grad() -> None:
+        cd.conv_input_grad(x_shape, w, dy, 1, 1)
+
+    def contract_loop() -> None:
+        a = cd.Filter.from_dlpack(w)
+        b = cd.Tensor.from_dlpack(dy)
+        cupy.from_dlpack(cd.convolution_backward_data(h0, a, b, conv, x_shape))
+
+    for name, f in [
+        ("conv_input_grad (CuPy in, CuPy out)", input_grad),
+        ("Handle(), imports without a handle, one-call, cupy out", contract_loop),
+    ]:
+        try:
+            print(f"{label:28s} {name:56s} {per_iter_us(f, n):9.1f} us", flush=True)
+        except Exception as exc:  # a broken path is a line, not the end of the run
+            print(f"{label:28s} {name:56s} {type(exc).__name__}: {exc}", flush=True)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     only = sys.argv[2] if len(sys.argv) > 2 else ""
@@ -205,6 +237,7 @@ def main() -> None:
         torch.channels_last,
         n // 3,
     )
+    cupy_case(n)
 
 
 if __name__ == "__main__":

@@ -349,7 +349,7 @@ pub(crate) fn import(
 ) -> PyResult<TensorCore> {
     if obj.is_instance_of::<PyCapsule>() {
         let managed = dlpack::take_capsule(obj)?;
-        return import_managed(py, managed, None, format, handle, role);
+        return import_managed(py, managed, None, format, handle, role, None);
     }
     if let Some(core) = import_torch(py, obj, format, handle, role)? {
         return Ok(core);
@@ -516,18 +516,74 @@ fn import_dlpack(
         (Some(d), None) if d.device_type == KDL_CUDA => Some(LEGACY_DEFAULT_STREAM),
         _ => None,
     };
+    // Where the producer is CuPy working on the very stream the memory is handed to, its
+    // pool reuses the memory behind work queued there: releasing it needs no wait.
+    let consumer = match (stream, handle) {
+        (Some(_), Some(h)) => Some(handle_gpu(h).py_err(py)?.1.cu_stream() as usize),
+        (Some(_), None) => Some(0),
+        _ => None,
+    };
+    let same_stream = consumer.filter(|&raw| cupy_current_stream(py, obj) == Some(raw));
     let capsule = call_dlpack(obj, stream)?;
     let managed = dlpack::take_capsule(&capsule)?;
-    import_managed(
+    let core = import_managed(
         py,
         managed,
         Some(obj.clone().unbind()),
         format,
         handle,
         role,
-    )
+        same_stream,
+    )?;
+    if let (Some(0), None, DeviceId::Cuda(ordinal)) = (same_stream, handle, core.device) {
+        // Handed to the legacy default stream: a use on another stream waits for it.
+        let ctx = context_for(None, ordinal).py_err(py)?;
+        core.used_on(&ctx.default_stream()).py_err(py)?;
+    }
+    Ok(core)
 }
 
+/// CuPy's current stream (raw `CUstream`, 0 for the null stream) when `obj` is a CuPy
+/// array on CuPy's current device; `None` otherwise (or if CuPy will not say).
+fn cupy_current_stream(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<usize> {
+    let module = obj.get_type().module().ok()?;
+    if !module.to_str().ok()?.starts_with("cupy") {
+        return None;
+    }
+    let cuda = py
+        .import("sys")
+        .ok()?
+        .getattr("modules")
+        .ok()?
+        .get_item("cupy.cuda")
+        .ok()?;
+    let ours: i64 = obj
+        .getattr("device")
+        .ok()?
+        .getattr("id")
+        .ok()?
+        .extract()
+        .ok()?;
+    let current: i64 = cuda
+        .getattr("runtime")
+        .ok()?
+        .call_method0("getDevice")
+        .ok()?
+        .extract()
+        .ok()?;
+    if ours != current {
+        return None;
+    }
+    cuda.call_method0("get_current_stream")
+        .ok()?
+        .getattr("ptr")
+        .ok()?
+        .extract()
+        .ok()
+}
+
+/// `producer_stream`: the stream (raw) the producer's pool reuses the memory behind, if
+/// known (see `ForeignMemory::set_producer_stream`).
 fn import_managed(
     py: Python<'_>,
     managed: dlpack::ManagedTensor,
@@ -535,6 +591,7 @@ fn import_managed(
     format: Option<Format>,
     handle: Option<&PyHandle>,
     role: Role,
+    producer_stream: Option<usize>,
 ) -> PyResult<TensorCore> {
     // From here on `owner` deletes the managed tensor (with the GIL) on every path.
     let view = managed.view();
@@ -545,7 +602,17 @@ fn import_managed(
         DeviceId::Cpu => None,
         DeviceId::Cuda(n) => Some(context_for(handle, n).py_err(py)?),
     };
-    foreign_core(&view, device, ctx, format, role, owner, None, true).py_err(py)
+    foreign_core(
+        &view,
+        device,
+        ctx,
+        format,
+        role,
+        owner,
+        producer_stream,
+        true,
+    )
+    .py_err(py)
 }
 
 /// The element type of a `__cuda_array_interface__` typestr.

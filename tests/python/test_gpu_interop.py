@@ -411,6 +411,34 @@ def test_stream_owner_is_kept_alive(
 # ---------------------------------------------------------------- CuPy
 
 
+@pytest.mark.parametrize("handle_stream", ["default", "non-blocking"])
+def test_cupy_imports_without_a_handle_are_ordered_on_any_handle_stream(
+    cupy: ModuleType, torch: ModuleType, rng: np.random.Generator, handle_stream: str
+) -> None:
+    """``from_dlpack(cupy_array)`` with no handle, CuPy on its null stream: zero-copy,
+    and a handle of another (non-blocking) stream waits for CuPy's pending write."""
+    sleep = sleep_kernel(torch)  # PyTorch's default stream is the null stream too
+    w_np, dy_np, expected = host_problem(rng)
+    h = (
+        cd.Handle()
+        if handle_stream == "default"
+        else cd.Handle(stream=cupy.cuda.Stream(non_blocking=True))
+    )
+    conv = cd.ConvolutionDescriptor(padding=CASE.padding, math_type=cd.MathType.Fma)
+    w_c, src = cupy.asarray(w_np), cupy.asarray(dy_np)
+    dy_c = cupy.zeros_like(src)
+    cupy.cuda.runtime.deviceSynchronize()
+    sleep(SLEEP_CYCLES)
+    dy_c[...] = src  # on CuPy's null stream, behind the sleep
+    w = cd.Filter.from_dlpack(w_c)
+    dy = cd.Tensor.from_dlpack(dy_c)
+    assert cai_pointer(w) == w_c.data.ptr and cai_pointer(dy) == dy_c.data.ptr
+    dx = cd.convolution_backward_data(h, w, dy, conv, CASE.x_shape)
+    assert_close(
+        dx.to_numpy(), expected, "f32", f"CuPy without a handle, {handle_stream}"
+    )
+
+
 def test_cupy_round_trip(
     cupy: ModuleType, gpu: cd.Handle, rng: np.random.Generator
 ) -> None:
