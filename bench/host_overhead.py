@@ -91,6 +91,16 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     # stream, PyTorch's default current stream) and imports without a handle.
     h0 = cd.Handle()
 
+    # The contract's explicit sequence, every call: heuristic, workspace, the call.
+    def contract_explicit() -> None:
+        best = h.get_convolution_backward_data_algorithm(wt, dyt, dxt, conv)
+        size = h.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, best)
+        space = cd.Workspace(h, size)
+        h.convolution_backward_data(1.0, wt, dyt, conv, best, space, 0.0, dxt)
+
+    def heuristic_alone() -> None:
+        h.get_convolution_backward_data_algorithm(wt, dyt, dxt, conv)
+
     def contract_loop() -> None:
         a = cd.Filter.from_dlpack(w, format=fmt)
         b = cd.Tensor.from_dlpack(dy, format=fmt)
@@ -163,6 +173,8 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
         ("fresh imports + one-call API + torch.from_dlpack", fresh_one_call_torch_out),
         ("part: 1 x from_dlpack without a handle", import_without_handle),
         ("Handle(), imports without a handle, one-call, torch out", contract_loop),
+        ("get_..._algorithm + workspace size + Workspace + call", contract_explicit),
+        ("part: get_convolution_backward_data_algorithm", heuristic_alone),
         ("conv_input_grad (torch in, torch out)", input_grad),
         ("torch dgrad, 8 grad_outputs in turn", torch_dgrad_turns),
         ("conv_input_grad, 8 grad_outputs in turn", input_grad_turns),

@@ -33,6 +33,10 @@ pub struct CudnnContext {
     pub(crate) stream: Arc<CudaStream>,
     /// Workspace sizes already asked of cuDNN, so a repeated call asks no more.
     pub(crate) workspace_sizes: std::cell::RefCell<BoundedCache<ProblemKey, Option<usize>>>,
+    /// The legacy heuristic's answers (it times nothing, so a problem's answer never
+    /// changes), by problem, math type and whether only deterministic ones were wanted.
+    pub(crate) heuristics:
+        std::cell::RefCell<BoundedCache<(ProblemKey, bool), crate::convolution::BestHeuristic>>,
     /// Whether the default choice runs a problem through its NHWC twin, and the twin
     /// (see `bwd_data::transposed`).
     pub(crate) twins: std::cell::RefCell<BoundedCache<ProblemKey, Option<std::rc::Rc<Twin>>>>,
@@ -166,6 +170,7 @@ impl CudnnContext {
             ctx,
             stream,
             workspace_sizes: std::cell::RefCell::new(BoundedCache::default()),
+            heuristics: std::cell::RefCell::new(BoundedCache::default()),
             twins: std::cell::RefCell::new(BoundedCache::default()),
             graphs: std::cell::RefCell::new(GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),

@@ -14,7 +14,7 @@ use crate::determinism::Determinism;
 use crate::error::{CudnnError, Error, Result};
 use crate::math_type::MathType;
 use crate::memory::GpuBufferMut;
-use crate::problem::{RawPointers, RawProblem};
+use crate::problem::{ProblemKey, RawPointers, RawProblem};
 use crate::raw_descriptor::check;
 use crate::sys::BwdDataAlgoPerf;
 
@@ -22,15 +22,36 @@ impl CudnnContext {
     /// cuDNN's heuristic: every entry it returns is read; entries that failed, that the
     /// support table does not list for this configuration, or (with
     /// `deterministic_only`) that are not deterministic are skipped; the first left wins.
+    /// Asked once per problem: the answer is kept (the heuristic times nothing).
     pub fn get_algorithm_raw(
         &self,
         p: RawProblem<'_>,
         deterministic_only: bool,
     ) -> Result<BestHeuristic> {
         p.validate(crate::convolution::AlgoKind::BestHeuristic)?;
+        let math = p.conv.effective_math_type(p.dx.dtype());
+        // (The route part of the key is the same for every entry of this cache.)
+        let key = (
+            ProblemKey::new(&p, Route::Default, math),
+            deterministic_only,
+        );
+        if let Some(best) = self.heuristics.borrow_mut().get(&key) {
+            return Ok(*best);
+        }
+        let best = self.ask_heuristic(&p, math, deterministic_only)?;
+        self.heuristics.borrow_mut().insert(key, best);
+        Ok(best)
+    }
+
+    /// [`Self::get_algorithm_raw`], asking cuDNN.
+    fn ask_heuristic(
+        &self,
+        p: &RawProblem<'_>,
+        math: MathType,
+        deterministic_only: bool,
+    ) -> Result<BestHeuristic> {
         self.bind()?;
         let api = &self.lib.api;
-        let math = p.conv.effective_math_type(p.dx.dtype());
         let (w, dy, dx, conv) = (p.w.raw()?, p.dy.raw()?, p.dx.raw()?, p.conv.raw_with(math)?);
         let mut perfs = [BwdDataAlgoPerf::default(); 8];
         let mut returned: c_int = 0;
@@ -52,10 +73,10 @@ impl CudnnContext {
             &format!("asking the heuristic for {}", p.describe()),
         )?;
         let returned = usize::try_from(returned).unwrap_or(0).min(perfs.len());
-        Self::pick(&p, &perfs[..returned], deterministic_only)
+        Self::pick(p, &perfs[..returned], deterministic_only)
             .into_iter()
             .next()
-            .ok_or_else(|| self.none_usable(&p, deterministic_only))
+            .ok_or_else(|| self.none_usable(p, deterministic_only))
     }
 
     pub(crate) fn pick(
