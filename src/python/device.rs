@@ -65,6 +65,12 @@ pub(crate) fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId>
     let Some(obj) = obj else {
         return Ok(DeviceId::Cuda(0));
     };
+    // A bool is an int to Python, but `device=True` is no ordinal anyone means.
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "device must be an int ordinal, \"cpu\", \"cuda\" or \"cuda:N\", not a bool",
+        ));
+    }
     if let Ok(n) = obj.extract::<i64>() {
         return usize::try_from(n).map(DeviceId::Cuda).map_err(|_| {
             pyo3::exceptions::PyValueError::new_err(format!("device ordinal must be >= 0, got {n}"))

@@ -33,10 +33,11 @@ impl PyWorkspace {
     #[new]
     #[pyo3(signature = (handle, size = None))]
     fn new(py: Python<'_>, handle: &Bound<'_, PyHandle>, size: Option<i64>) -> PyResult<Self> {
-        let nbytes = usize::try_from(size.unwrap_or(0)).map_err(|_| {
+        let size = size.unwrap_or(0);
+        let nbytes = usize::try_from(size).map_err(|_| {
             to_py(
                 py,
-                Error::Shape(format!("workspace size must be >= 0, got {size:?}")),
+                Error::Shape(format!("workspace size must be >= 0, got {size}")),
             )
         })?;
         let inner = Arc::clone(&handle.get().inner);

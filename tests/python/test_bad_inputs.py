@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -88,5 +90,22 @@ def test_tensors_outlive_their_handle(cpu: cd.Handle, rng: np.random.Generator) 
 
 
 def test_negative_workspace_size(cpu: cd.Handle) -> None:
-    with pytest.raises(cd.ShapeError, match="workspace"):
+    with pytest.raises(cd.ShapeError, match=r"workspace size must be >= 0, got -1$"):
         cd.Workspace(cpu, -1)
+
+
+@pytest.mark.parametrize(
+    "device, error, message",
+    [
+        (-1, ValueError, "device ordinal must be >= 0, got -1"),
+        ("CPU", ValueError, 'unknown device "CPU"'),
+        ("cuda:x", ValueError, 'unknown device "cuda:x"'),
+        (1.5, TypeError, "device must be an int ordinal"),
+        (True, TypeError, "not a bool"),
+    ],
+)
+def test_bad_device_arguments_are_refused_before_any_gpu_work(
+    device: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        cd.Handle(device=device)  # type: ignore[arg-type]
