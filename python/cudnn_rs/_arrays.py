@@ -476,9 +476,10 @@ def conv_input_grad(
 
     Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
     device (bfloat16 NumPy arrays, which DLPack cannot carry, are copied in and the
-    result copied out); CUDA arrays on a handle cached per device and stream, issuing to the
-    producer's current stream (PyTorch's ``torch.cuda.current_stream``, CuPy's current
-    stream), so the result is ordered with the caller's work without any host wait.
+    result copied out); CUDA arrays on a handle cached per device and stream, issuing
+    to the producer's current stream (PyTorch's ``torch.cuda.current_stream``, CuPy's
+    current stream), so the result is ordered with the caller's work without any host
+    wait.
     JAX and cudnn_rs operands use the handle's own stream, ordered by DLPack events.
     ``handle``: run on this handle instead (on the operands' device, with its own
     stream; the operands' producers order their work before it through DLPack); a
@@ -574,9 +575,8 @@ def conv_input_grad(
         if wdev[0] == "cuda" and wdev[1] >= 0:
             ordinal = wdev[1]
         else:
-            ordinal = _pointer_device(
-                int(grad_output.__cuda_array_interface__["data"][0])
-            )  # type: ignore[attr-defined]
+            cai = grad_output.__cuda_array_interface__  # type: ignore[attr-defined]
+            ordinal = _pointer_device(int(cai["data"][0]))
         h = _cuda_handle(ordinal, None, None, benchmark)
     else:
         stream, raw = _producer_stream(grad_output, lib, dev[1])
