@@ -13,7 +13,9 @@
 //! over foreign GPU memory that we used synchronizes the stream of that last use (the
 //! producer may reuse the memory on any of its streams once its deleter runs), except
 //! when that stream is the one the producer works on: a PyTorch tensor imported through
-//! a handle on PyTorch's current stream (read in place, see `import_torch`).
+//! a handle on PyTorch's current stream, or without a handle while that stream is
+//! PyTorch's default one (read in place, see `import_torch`), and a CuPy array handed to
+//! CuPy's current stream (see `import_dlpack`).
 
 use std::ffi::c_void;
 use std::sync::Arc;
