@@ -29,7 +29,9 @@ use super::device::{DeviceId, PyHandle};
 use super::dlpack::{self, DLDevice, DlView, ExportSpec, KDL_CPU, KDL_CUDA};
 use super::errors::{to_py, IntoPyResult};
 use super::storage::{ForeignMemory, ForeignOwner, Storage, TensorCore};
-use super::streams::{order_after, protocol_number, wrap_stream, LEGACY_DEFAULT_STREAM};
+use super::streams::{
+    order_after, protocol_number, raw_protocol_number, wrap_stream, LEGACY_DEFAULT_STREAM,
+};
 use crate::context::CudnnContext;
 use crate::data_type::DType;
 use crate::error::{Error, Result};
@@ -163,7 +165,7 @@ fn torch_device(d: DeviceId) -> String {
 }
 
 /// The handle's CUDA context and current stream.
-fn handle_gpu(handle: &PyHandle) -> Result<(Arc<CudaContext>, Arc<CudaStream>)> {
+pub(crate) fn handle_gpu(handle: &PyHandle) -> Result<(Arc<CudaContext>, Arc<CudaStream>)> {
     let state = handle.inner.gpu()?;
     Ok((
         Arc::clone(state.ctx.context()),
@@ -398,11 +400,11 @@ fn import_torch(
         return Ok(None);
     }
     let theirs = api.current_raw_stream(py, ordinal)?;
-    let (_, stream) = handle_gpu(h).py_err(py)?;
+    let (ctx, stream) = handle_gpu(h).py_err(py)?;
     if theirs != stream.cu_stream() as usize {
         return Ok(None);
     }
-    torch_core(py, h, t, obj, format, role, theirs).map(Some)
+    torch_core(py, ctx, t, obj, format, role, theirs).map(Some)
 }
 
 /// A PyTorch CUDA tensor imported without a handle, while PyTorch's current stream on
@@ -430,30 +432,17 @@ fn import_torch_unbound(
     }
     let ctx = context_for(None, t.ordinal).py_err(py)?;
     let legacy = ctx.default_stream();
-    let core = torch_view_core(py, ctx, t, obj, format, role, 0)?;
+    let core = torch_core(py, ctx, t, obj, format, role, 0)?;
     core.used_on(&legacy).py_err(py)?;
     Ok(Some(core))
 }
 
 /// A tensor over a PyTorch tensor's memory, as PyTorch describes it (`t`, read from
-/// `obj`), used on `stream`, PyTorch's current stream and the handle's. The device and
-/// extent lookups of other imports are skipped: PyTorch's own tensor vouches that its
-/// `data_ptr()` and strides lie inside one allocation on its device.
+/// `obj`), on the CUDA context `ctx` of its device, used on `stream` (raw), PyTorch's
+/// current stream. The device and extent lookups of other imports are skipped: PyTorch's
+/// own tensor vouches that its `data_ptr()` and strides lie inside one allocation on its
+/// device.
 pub(crate) fn torch_core(
-    py: Python<'_>,
-    h: &PyHandle,
-    t: super::torch_api::TorchTensor,
-    obj: &Bound<'_, PyAny>,
-    format: Option<Format>,
-    role: Role,
-    stream: usize,
-) -> PyResult<TensorCore> {
-    let (ctx, _) = handle_gpu(h).py_err(py)?;
-    torch_view_core(py, ctx, t, obj, format, role, stream)
-}
-
-/// [`torch_core`] on the CUDA context `ctx` (of the tensor's device).
-fn torch_view_core(
     py: Python<'_>,
     ctx: Arc<CudaContext>,
     t: super::torch_api::TorchTensor,
@@ -509,22 +498,19 @@ fn import_dlpack(
     } else {
         None
     };
-    // The stream we will use the memory on, for the producer to order its work before:
-    // the handle's, or the legacy default stream (which waits for blocking streams).
-    let stream = match (device, handle) {
+    // The stream we will use the memory on (raw; 0: the legacy default stream), for the
+    // producer to order its work before: the handle's, or the legacy default stream
+    // (which waits for blocking streams).
+    let consumer = match (device, handle) {
         (Some(d), Some(h)) if d.device_type == KDL_CUDA => {
-            Some(protocol_number(&handle_gpu(h).py_err(py)?.1))
+            Some(handle_gpu(h).py_err(py)?.1.cu_stream() as usize)
         }
-        (Some(d), None) if d.device_type == KDL_CUDA => Some(LEGACY_DEFAULT_STREAM),
+        (Some(d), None) if d.device_type == KDL_CUDA => Some(0),
         _ => None,
     };
+    let stream = consumer.map(raw_protocol_number);
     // Where the producer is CuPy working on the very stream the memory is handed to, its
     // pool reuses the memory behind work queued there: releasing it needs no wait.
-    let consumer = match (stream, handle) {
-        (Some(_), Some(h)) => Some(handle_gpu(h).py_err(py)?.1.cu_stream() as usize),
-        (Some(_), None) => Some(0),
-        _ => None,
-    };
     let same_stream = consumer.filter(|&raw| cupy_current_stream(py, obj) == Some(raw));
     let capsule = call_dlpack(obj, stream)?;
     let managed = dlpack::take_capsule(&capsule)?;

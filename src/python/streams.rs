@@ -52,7 +52,12 @@ pub(crate) fn wrap_stream(ctx: &Arc<CudaContext>, raw: usize) -> Arc<CudaStream>
 /// (which the driver API treats as the legacy default stream) is 1, since 0 is
 /// ambiguous there and disallowed.
 pub(crate) fn protocol_number(stream: &CudaStream) -> usize {
-    match stream.cu_stream() as usize {
+    raw_protocol_number(stream.cu_stream() as usize)
+}
+
+/// [`protocol_number`] of a raw `CUstream`.
+pub(crate) fn raw_protocol_number(raw: usize) -> usize {
+    match raw {
         0 => LEGACY_DEFAULT_STREAM,
         raw => raw,
     }

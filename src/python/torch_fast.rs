@@ -10,7 +10,9 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::device::PyHandle;
 use super::errors::IntoPyResult;
-use super::interop::{dense_strides, resolve_format, resolve_format_prefer, torch_core};
+use super::interop::{
+    dense_strides, handle_gpu, resolve_format, resolve_format_prefer, torch_core,
+};
 use super::operands::Operands;
 use super::torch_api::{dims, torch_api, TorchApi, TorchTensor};
 use crate::cache::BoundedCache;
@@ -29,22 +31,8 @@ type HandleCache = BoundedCache<(usize, usize, bool), Py<PyHandle>>;
 static HANDLES: Mutex<Option<HandleCache>> = Mutex::new(None);
 const MAX_HANDLES: usize = 32;
 
-/// Up to three per-dimension values (stride, padding or dilation of a 2-d or 3-d
-/// convolution) stored inline, so that a cache key is built without allocating.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Extents {
-    len: usize,
-    v: [i64; 3],
-}
-
-impl Extents {
-    fn as_slice(&self) -> &[i64] {
-        &self.v[..self.len]
-    }
-}
-
 /// Convolution descriptors by everything that makes one.
-type ConvKey = (Extents, Extents, Extents, i64, DType, MathType);
+type ConvKey = (Dims<i64>, Dims<i64>, Dims<i64>, i64, DType, MathType);
 type ConvCache = BoundedCache<ConvKey, Arc<RawConvolutionDescriptor>>;
 static CONVS: Mutex<Option<ConvCache>> = Mutex::new(None);
 const MAX_CONVS: usize = 256;
@@ -87,7 +75,7 @@ fn handle_for(
 
 /// An int, or a sequence of one or `n` ints, as `n` values (`n` is 2 or 3); `None` for
 /// anything else, bools included (ints to Python, but the general path refuses them).
-fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
+fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Dims<i64>> {
     let int = |o: &Bound<'_, PyAny>| -> Option<i64> {
         if o.is_instance_of::<pyo3::types::PyBool>() {
             return None;
@@ -118,9 +106,8 @@ fn ints(obj: &Bound<'_, PyAny>, n: usize) -> Option<Extents> {
             _ => return None,
         }
     }
-    // One key per parameter set, however it was spelled: nothing past `n`.
-    v.iter_mut().skip(n).for_each(|unused| *unused = 0);
-    Some(Extents { len: n, v })
+    // One key per parameter set, however it was spelled: the first `n` values only.
+    Some(Dims::of(&v[..n]))
 }
 
 /// A call's problem as the tensors and arguments give it, before any descriptor is made
@@ -330,8 +317,9 @@ pub(crate) fn _torch_input_grad<'py>(
         shape: x_dims,
         strides: Dims::of(&dense_strides(shape, dy_format)),
     };
+    let (ctx, _) = handle_gpu(h).py_err(py)?;
     let core = |t: TorchTensor, obj: &Bound<'py, PyAny>, format: Format, role: Role| {
-        torch_core(py, h, t, obj, Some(format), role, stream)
+        torch_core(py, Arc::clone(&ctx), t, obj, Some(format), role, stream)
     };
     let w_core = Arc::new(core(w, weight, w_format, Role::Filter)?);
     let dy_core = Arc::new(core(dy, grad_output, dy_format, Role::Tensor)?);
