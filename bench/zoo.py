@@ -14,7 +14,7 @@ against PyTorch with cudnn.benchmark = True (run in a fresh thread, so that its 
 call searches), their first calls being the searches.
 
 Usage (GPU machine):
-  python bench/zoo.py [--models a,b] [--configs f32:nchw,tf32:cl,f16:nchw,bf16:cl]
+  python bench/zoo.py [--models a,b|first|more|all] [--configs f32:nchw,tf32:cl,f16:nchw,bf16:cl]
                       [--batch N] [--csv zoo.csv] [--max-minutes 4] [--measured]
 """
 
@@ -64,6 +64,44 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], int]] = {
     "r2plus1d_18": (torchvision.models.video.r2plus1d_18, (3, 16, 112, 112), 4),
     "mc3_18": (torchvision.models.video.mc3_18, (3, 16, 112, 112), 4),
 }
+FIRST_SET = ",".join(MODELS)
+# A second set (`--models more`), of families the first lacks: an 11x11/4 stem, patchify
+# stems (16x16/16, 4x4/4, 2x4x4/2x4x4), fused inverted residuals, grouped layers of 16
+# channels a group, dilated backbones and atrous pyramids (rates 12-36), depthwise layers
+# with dilation, separable and depthwise 3-d layers, pooling attention's 3-d convolutions.
+MORE: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...], int]] = {
+    "alexnet": (torchvision.models.alexnet, (3, 224, 224), 64),
+    "googlenet": (
+        lambda: torchvision.models.googlenet(init_weights=False, aux_logits=False),
+        (3, 224, 224),
+        32,
+    ),
+    "vit_b_16": (torchvision.models.vit_b_16, (3, 224, 224), 32),
+    "swin_t": (torchvision.models.swin_t, (3, 224, 224), 32),
+    "efficientnet_v2_s": (torchvision.models.efficientnet_v2_s, (3, 224, 224), 32),
+    "regnet_x_400mf": (torchvision.models.regnet_x_400mf, (3, 224, 224), 64),
+    "mobilenet_v3_small": (torchvision.models.mobilenet_v3_small, (3, 224, 224), 64),
+    "wide_resnet50_2": (torchvision.models.wide_resnet50_2, (3, 224, 224), 32),
+    "deeplabv3_resnet50": (
+        lambda: torchvision.models.segmentation.deeplabv3_resnet50(
+            weights=None, weights_backbone=None
+        ),
+        (3, 512, 512),
+        8,
+    ),
+    "lraspp_mobilenet_v3_large": (
+        lambda: torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None
+        ),
+        (3, 512, 512),
+        16,
+    ),
+    "s3d": (torchvision.models.video.s3d, (3, 16, 224, 224), 4),
+    "swin3d_t": (torchvision.models.video.swin3d_t, (3, 16, 224, 224), 4),
+    "mvit_v2_s": (torchvision.models.video.mvit_v2_s, (3, 16, 224, 224), 4),
+}
+MODELS |= MORE
+MODEL_SETS = {"first": FIRST_SET, "more": ",".join(MORE), "all": ",".join(MODELS)}
 
 DTYPES = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
 DEFAULT_CONFIGS = "f32:nchw,tf32:cl,f16:nchw,bf16:cl"
@@ -232,7 +270,11 @@ def geo(values: list[float]) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument(
+        "--models",
+        default="first",
+        help="comma-separated names, or a set: first (13 models), more (13 others), all",
+    )
     ap.add_argument("--configs", default=DEFAULT_CONFIGS)
     ap.add_argument(
         "--batch", type=int, default=0, help="0: each model's training batch"
@@ -254,7 +296,8 @@ def main(argv=None) -> int:
         print("no CUDA device: the zoo times GPU calls", file=sys.stderr)
         return 2
     configs = parse_configs(args.configs)
-    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    models = MODEL_SETS.get(args.models, args.models)
+    names = [m.strip() for m in models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
         print(f"unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
