@@ -320,32 +320,14 @@ fn modes(sources: Sources) -> &'static [HeurMode] {
 }
 
 /// The engine configurations cuDNN's heuristics rank for `graph`, best first, without
-/// repeats, drawn from `sources`.
+/// repeats, drawn from `sources` (see [`ranked`]); exhaustive, then each engine none of
+/// them ranked, with its default knobs.
 pub(crate) fn candidates(
     lib: &'static CudnnLibrary,
     graph: &OpGraph,
     sources: Sources,
 ) -> Result<Vec<Candidate>> {
-    let mut out: Vec<Candidate> = Vec::new();
-    for &mode in modes(sources) {
-        let asked = std::time::Instant::now();
-        // A mode that cannot answer for this graph adds nothing; the others still do.
-        let ranked = heuristic(lib, graph, mode);
-        if tracing() {
-            eprintln!(
-                "cudnn_rs find: heuristic {mode:?}: {} configurations in {:.3} ms",
-                ranked.as_ref().map_or(0, Vec::len),
-                asked.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        if let Ok(ranked) = ranked {
-            for c in ranked {
-                if !out.iter().any(|o| o.config == c.config) {
-                    out.push(c);
-                }
-            }
-        }
-    }
+    let mut out: Vec<Candidate> = ranked(lib, graph, sources).collect();
     if sources == Sources::Exhaustive {
         let engines = graph
             .graph
@@ -366,10 +348,10 @@ pub(crate) fn candidates(
     Ok(out)
 }
 
-/// [`candidates`] of [`Sources::Instant`] or [`Sources::Heuristics`], read one at a time:
-/// the same configurations in the same order, but a heuristic is asked only once the
-/// ones before it are used up, and a configuration is read (engine, knobs) only when it
-/// is reached. What a caller wanting the first one that builds needs, and no more: on
+/// The configurations `sources`' heuristics rank (what [`candidates`] lists before the
+/// unranked engines), read one at a time: a heuristic is asked only once the ones before
+/// it are used up, and a configuration is read (engine, knobs; knobs that cannot be read
+/// leave the engine alone as its identity) only when it is reached. What a caller wanting the first one that builds needs, and no more: on
 /// the H200, mode A lists 26-40 configurations for most layers, and reading them all
 /// took 1-2 ms of a first call.
 pub(crate) fn ranked<'a>(
@@ -426,13 +408,13 @@ impl Iterator for Ranked<'_> {
             let listed = ask(self.lib, self.graph, mode);
             if tracing() {
                 eprintln!(
-                    "cudnn_rs find: heuristic {mode:?}: {} configurations listed in {:.3} ms",
+                    "cudnn_rs find: heuristic {mode:?}: {} configurations in {:.3} ms",
                     listed.as_ref().map_or(0, Vec::len),
                     asked.elapsed().as_secs_f64() * 1e3
                 );
             }
             if self.knobs.is_empty() {
-                // As in `heuristic`: without these the mode adds nothing.
+                // Without these the mode adds nothing.
                 let Ok(knobs) = knob_scratch(self.lib) else {
                     continue;
                 };
@@ -471,32 +453,6 @@ fn knob_scratch(lib: &'static CudnnLibrary) -> Result<Vec<Desc>> {
     (0..=MAX_KNOBS)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR))
         .collect()
-}
-
-/// The engine configurations heuristic `mode` ranks for `graph`, best first (those whose
-/// configuration cannot be read back are left out).
-fn heuristic(
-    lib: &'static CudnnLibrary,
-    graph: &OpGraph,
-    mode: HeurMode,
-) -> Result<Vec<Candidate>> {
-    let cfgs = ask(lib, graph, mode)?;
-    let knobs = knob_scratch(lib)?;
-    Ok(cfgs
-        .into_iter()
-        .filter_map(|cfg| {
-            // Knobs that cannot be read leave the engine alone as its identity (the plan
-            // is still built from the heuristic's own descriptor).
-            let config = read_config(lib, &cfg, &knobs)
-                .or_else(|_| read_config(lib, &cfg, &[]))
-                .ok()?;
-            Some(Candidate {
-                config,
-                desc: Some(cfg),
-                from: Some(mode),
-            })
-        })
-        .collect())
 }
 
 /// One engine configuration to try: its identity and, where a heuristic ranked it, the
