@@ -49,7 +49,14 @@ fn array_to_bytes(
     format: Format,
 ) -> PyResult<(DType, Vec<usize>, Vec<u8>)> {
     let np = py.import("numpy")?;
-    let arr = np.call_method1("asarray", (array,))?;
+    let mut arr = np.call_method1("asarray", (array,))?;
+    let np_dtype = arr.getattr("dtype")?;
+    if !np_dtype.getattr("isnative")?.is_truthy()? {
+        // Bytes in the other order ('>f4' here): the values, converted to native order,
+        // are what gets copied, never the raw bytes.
+        let native = np_dtype.call_method1("newbyteorder", ("=",))?;
+        arr = arr.call_method1("astype", (native,))?;
+    }
     let dtype_name: String = arr.getattr("dtype")?.getattr("name")?.extract()?;
     let dtype = dtype_from_numpy_name(&dtype_name).ok_or_else(|| {
         super::errors::to_py(

@@ -8,10 +8,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers import FLOAT_DTYPES, NUMPY_DTYPES, format_marker
+from helpers import FLOAT_DTYPES, NUMPY_DTYPES, format_marker, nonzero_values
 from numpy.typing import NDArray
 
 import cudnn_rs as cd
+from reference import ConvParams, conv_backward_data
 
 SHAPES = {4: (2, 3, 4, 5), 5: (2, 3, 2, 4, 3)}
 FORMATS = ("NCHW", "NHWC")
@@ -206,3 +207,34 @@ def test_vectorised_formats_round_trip(
     assert t.format is getattr(cd, fmt)
     assert t.nbytes == math.prod(shape)
     assert_bitwise_equal(t.to_numpy(), host)
+
+
+@pytest.mark.parametrize("kind", ["Tensor", "Filter"])
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "i32", "i64"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_from_numpy_of_non_native_byte_order_keeps_the_values(
+    cpu: cd.Handle, rng: np.random.Generator, kind: str, dtype: str, fmt: str
+) -> None:
+    """An array stored in the other byte order ('>f4' on a little-endian machine) is
+    copied by value, not by its raw bytes."""
+    a = random_array(rng, SHAPES[4], dtype)
+    swapped = a.astype(a.dtype.newbyteorder("S"))
+    assert not swapped.dtype.isnative
+    t = CLASSES[kind].from_numpy(cpu, swapped, format=format_marker(fmt))
+    assert t.dtype.name == dtype
+    np.testing.assert_array_equal(t.to_numpy(), a)
+
+
+def test_from_numpy_of_non_native_byte_order_computes_right(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    """The swapped operands of a backward-data call give the NumPy float64 reference."""
+    w = nonzero_values(rng, (3, 2, 3, 3), "f64")
+    dy = nonzero_values(rng, (2, 3, 4, 4), "f64")
+    p = ConvParams((1, 1), (1, 1), (1, 1), 1)
+    ref = conv_backward_data(w, dy, (2, 2, 4, 4), p)
+    wt = cd.Filter.from_numpy(cpu, w.astype(">f8"))
+    dyt = cd.Tensor.from_numpy(cpu, dy.astype(">f8"))
+    conv = cd.ConvolutionDescriptor((1, 1), comp_type=cd.f64)
+    dx = cd.convolution_backward_data(cpu, wt, dyt, conv, x_shape=(2, 2, 4, 4))
+    np.testing.assert_allclose(dx.to_numpy(), ref, rtol=1e-12, atol=1e-12)
