@@ -2,15 +2,18 @@
 respect to its input from framework arrays, in PyTorch's ``conv2d_input`` argument order.
 
 Nothing here imports an array library the caller did not use: an operand's library is
-told from its type's module name and taken from ``sys.modules`` (where it must already
-be, since the caller made the array).
+told from its type's module name (NumPy's by ``isinstance``, so that subclasses of
+``ndarray`` count) and taken from ``sys.modules`` (where it must already be, since the
+caller made the array).
 """
 
 from __future__ import annotations
 
+import operator
 import sys
 import threading
 from collections.abc import Sequence
+from math import prod as _prod
 from typing import Any, TypeVar
 
 from ._native import NCHW as _NCHW
@@ -53,6 +56,9 @@ _MAX_DESCRIPTORS = 256
 _descriptors: dict[tuple[Any, ...], ConvolutionDescriptor[Any, Any]] = {}
 _lock = threading.Lock()
 _CROSS_CORRELATION = ConvolutionMode.CrossCorrelation
+# cuDNN's limits on a tensor, as the native descriptors check them.
+_MAX_EXTENT = 2**31 - 1
+_MAX_ELEMENTS = 2**31 - 1
 
 
 # ---------------------------------------------------------------- libraries
@@ -65,12 +71,14 @@ def _library(obj: object) -> str:
     root = type(obj).__module__.partition(".")[0]
     if root == "torch":
         return "torch"
-    if root == "numpy" and type(obj).__name__ == "ndarray":
-        return "numpy"
     if root == "cupy":
         return "cupy"
     if root in ("jax", "jaxlib"):
         return "jax"
+    # Subclasses too (np.memmap, masked arrays, users' own), whatever their module.
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
+        return "numpy"
     return "other"
 
 
@@ -187,13 +195,26 @@ def _conv_descriptor(
         _key(stride),
         _key(padding),
         _key(dilation),
-        groups,
+        groups if type(groups) is int else None,
         mode,
         comp,
         math,
     )
-    cached = None not in key[1:4]
-    conv = _descriptors.get(key) if cached else None
+    if None in key[1:5]:
+        # Not plain ints (NumPy ints, lists, or wrong types): validated first, so that
+        # no value that merely compares equal to an int (True, 1.0) finds a cached
+        # descriptor, then looked up by the values.
+        key = (
+            spatial,
+            _tuple(stride, spatial, "stride"),
+            _tuple(padding, spatial, "padding"),
+            _tuple(dilation, spatial, "dilation"),
+            _int(groups, "groups"),
+            mode,
+            comp,
+            math,
+        )
+    conv = _descriptors.get(key)
     if conv is None:
         conv = ConvolutionDescriptor(
             padding=_tuple(padding, spatial, "padding"),
@@ -207,33 +228,42 @@ def _conv_descriptor(
         with _lock:
             if len(_descriptors) >= _MAX_DESCRIPTORS:
                 _descriptors.pop(next(iter(_descriptors)))
-            if cached:
-                _descriptors[key] = conv
+            _descriptors[key] = conv
     return conv
 
 
 def _key(v: int | Sequence[int]) -> Any:
-    """``v`` as part of a cache key; None when it is no int or sequence of hashable
-    items (``_tuple`` then reports what is wrong with it)."""
-    if isinstance(v, int):
+    """``v`` as part of a cache key when it is a plain int or a tuple of plain ints
+    (exactly ``int``: a bool or float compares equal to one); None for anything else,
+    which is validated before any lookup."""
+    if type(v) is int:
         return v
-    try:
-        key = tuple(v)
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    if type(v) is tuple and all(type(x) is int for x in v):
+        return v
+    return None
 
 
 def _int(v: object, name: str) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
+    """``v`` as an int: anything ``operator.index`` takes (Python and NumPy ints) but
+    bools."""
+    if type(v) is int:
+        return v
+    if isinstance(v, bool) or type(v).__name__ in ("bool", "bool_"):
         raise TypeError(f"{name} must be an int, got {_describe(v)}")
-    return int(v)  # type: ignore[call-overload]
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {_describe(v)}") from None
 
 
 def _tuple(v: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
-    if isinstance(v, int) and not isinstance(v, bool):
+    if type(v) is int:
         return (v,) * n
+    if not isinstance(v, (bool, str, bytes)) and hasattr(v, "__index__"):
+        try:
+            return (operator.index(v),) * n  # type: ignore[arg-type]
+        except TypeError:  # an array, read as a sequence below
+            pass
     try:
         items = tuple(_int(x, name) for x in v)  # type: ignore[union-attr]
     except TypeError:
@@ -367,7 +397,7 @@ def _check_out_imported(out_t: Any, dy: Any) -> None:
 
 def _check_copied_out(out: Any, grad_output: Any, weight: Any) -> None:
     """What importing ``out`` would check, for a NumPy ``out`` that is written by a copy."""
-    if out.dtype != grad_output.dtype:
+    if out.dtype.newbyteorder("=") != grad_output.dtype.newbyteorder("="):
         raise UnsupportedConfigurationError(
             f"out has dtype {out.dtype.name} but grad_output has "
             f"{grad_output.dtype.name}: the input gradient has grad_output's dtype; "
@@ -398,13 +428,14 @@ def _export(lib: str, t: Any, like: Any) -> Any:
     return t
 
 
-# NumPy dtypes that DLPack cannot carry (ml_dtypes' bfloat16): such arrays are copied
-# to and from the CPU device instead of shared.
+# NumPy dtypes that DLPack cannot carry (ml_dtypes' bfloat16): such arrays, and arrays
+# in non-native byte order (which DLPack cannot carry either), are copied to and from
+# the CPU device instead of shared; the copies convert to native order.
 _COPIED = ("bfloat16",)
 
 
 def _copied(obj: Any, lib: str) -> bool:
-    return lib == "numpy" and obj.dtype.name in _COPIED
+    return lib == "numpy" and (obj.dtype.name in _COPIED or not obj.dtype.isnative)
 
 
 def _numpy_format(obj: Any, what: str) -> Any:
@@ -560,6 +591,15 @@ def conv_input_grad(
         raise ShapeError(
             f"input_shape {shape} has {len(shape)} dimensions but grad_output has {ndim}"
         )
+    # Before the result is allocated: the limits every tensor descriptor checks.
+    if not all(0 < d <= _MAX_EXTENT for d in shape):
+        raise ShapeError(
+            f"input_shape {shape}: every dimension must be in [1, {_MAX_EXTENT}]"
+        )
+    if _prod(shape) > _MAX_ELEMENTS:
+        raise ShapeError(
+            f"input_shape {shape} has more than {_MAX_ELEMENTS} elements, cuDNN's limit"
+        )
     if out is not None:
         _check_out(out, lib, grad_output, shape, grad_output)
 
@@ -624,7 +664,7 @@ def conv_input_grad(
         ndim - 2, stride, padding, dilation, groups, mode, comp, math
     )
 
-    if _copied(grad_output, lib):
+    if _copied(grad_output, lib) or (out is not None and _copied(out, lib)):
         # Computed on the CPU device, then copied out (DLPack cannot share the memory).
         if out is not None:
             _check_copied_out(out, grad_output, weight)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import assert_close, nonzero_values
+from helpers import NUMPY_DTYPES, assert_close, nonzero_values
 from numpy.typing import NDArray
 
 import cudnn_rs as cd
@@ -533,3 +533,128 @@ def test_demo_on_the_cpu_claims_no_cudnn_version() -> None:
     device_line = next(x for x in res.stdout.splitlines() if x.startswith("device:"))
     assert "cuDNN 9" not in device_line and "cpu" in device_line
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("operand", ["grad_output", "weight", "out", "all"])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_non_native_byte_order_arrays_give_the_right_gradient(
+    rng: np.random.Generator, operand: str, dtype: str
+) -> None:
+    """Big-endian (on this machine: non-native) arrays are NumPy arrays like any other:
+    their values, not their bytes, go in, and ``out=`` of that order is written."""
+    w, dy, x_shape, p, ref = _case(rng, CASES[1], dtype)
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    swapped = w.dtype.newbyteorder("S")
+    if operand in ("weight", "all"):
+        w = w.astype(swapped)
+    if operand in ("grad_output", "all"):
+        dy = dy.astype(swapped)
+    if operand in ("out", "all"):
+        out = np.full(x_shape, np.nan, dtype=swapped)
+        assert cd.conv_input_grad(x_shape, w, dy, *args, out=out) is out
+        gx = out
+    else:
+        gx = cd.conv_input_grad(x_shape, w, dy, *args)
+        assert isinstance(gx, np.ndarray) and gx.dtype.name == dy.dtype.name
+    assert_close(gx, ref, dtype, f"byte-swapped {operand}")
+
+
+class _Tagged(np.ndarray):
+    """A user subclass of ndarray."""
+
+
+@pytest.mark.parametrize("kind", ["memmap", "masked", "subclass"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_ndarray_subclasses_are_numpy_arrays(
+    rng: np.random.Generator, tmp_path: Any, kind: str, dtype: str
+) -> None:
+    """np.memmap, masked arrays and user subclasses of ndarray give a NumPy result,
+    and a memmap ``out=`` is accepted and written."""
+    w, dy, x_shape, p, ref = _case(rng, CASES[0], dtype)
+    args = (p.stride, p.padding, p.dilation, p.groups)
+
+    def wrap(a: NDArray[Any], name: str) -> NDArray[Any]:
+        if kind == "memmap":
+            m = np.memmap(tmp_path / name, dtype=a.dtype, mode="w+", shape=a.shape)
+            m[...] = a
+            return m
+        if kind == "masked":
+            return np.ma.masked_array(a)
+        return a.view(_Tagged)
+
+    gx = cd.conv_input_grad(x_shape, wrap(w, "w"), wrap(dy, "dy"), *args)
+    assert isinstance(gx, np.ndarray) and gx.dtype == dy.dtype
+    assert_close(gx, ref, dtype, f"{kind} operands")
+    out = np.memmap(tmp_path / "out", dtype=dy.dtype, mode="w+", shape=x_shape)
+    out[...] = np.nan
+    assert cd.conv_input_grad(x_shape, wrap(w, "w2"), dy, *args, out=out) is out
+    out.flush()
+    written = np.memmap(tmp_path / "out", dtype=dy.dtype, mode="r", shape=x_shape)
+    assert_close(written, ref, dtype, f"memmap out= with {kind} weight")
+
+
+@pytest.mark.parametrize(
+    "extent",
+    [-7, 0, 100_000, 2**31, 2**62, 2**64],
+    ids=["negative", "zero", "huge", "2^31", "2^62", "2^64"],
+)
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_input_shape_out_of_range_is_a_shape_error_naming_it(
+    extent: int, dtype: str
+) -> None:
+    """Checked before the result is allocated: a ShapeError naming input_shape, never
+    NumPy's ValueError or MemoryError."""
+    w = np.ones((4, 3, 3, 3), NUMPY_DTYPES[dtype])
+    dy = np.ones((2, 4, 5, 5), NUMPY_DTYPES[dtype])
+    with pytest.raises(cd.ShapeError, match="input_shape"):
+        cd.conv_input_grad((2, 3, extent, 100_000), w, dy)
+
+
+def test_argument_types_do_not_depend_on_earlier_calls(
+    rng: np.random.Generator,
+) -> None:
+    """bool and float are refused for stride, padding, dilation and groups, before and
+    after an equal int call (which fills the descriptor cache)."""
+    w, dy, x_shape, _p, ref = _case(rng, CASES[0], "f32")
+    bad = [
+        {"groups": 1.0},
+        {"groups": True},
+        {"stride": True},
+        {"stride": (True, 1)},
+        {"padding": False},
+        {"padding": (1.0, 1)},
+        {"dilation": 1.0},
+    ]
+    for _ in range(2):
+        for kwargs in bad:
+            name = next(iter(kwargs))
+            with pytest.raises(TypeError, match=f"^{name} must be an int"):
+                cd.conv_input_grad(x_shape, w, dy, **{"padding": 1, **kwargs})
+        gx = cd.conv_input_grad(
+            x_shape, w, dy, stride=1, padding=(1, 1), dilation=(1, 1), groups=1
+        )
+        assert_close(gx, ref, "f32", "int arguments")
+
+
+@pytest.mark.parametrize("scalar", [np.int64, np.int32, np.uint8])
+def test_numpy_integer_scalars_are_ints(
+    rng: np.random.Generator, scalar: type[np.integer[Any]]
+) -> None:
+    w, dy, x_shape, p, ref = _case(rng, CASES[1], "f64")
+    for _ in range(2):  # the second call finds the descriptor cached
+        gx = cd.conv_input_grad(
+            tuple(scalar(d) for d in x_shape),
+            w,
+            dy,
+            stride=tuple(scalar(s) for s in p.stride),
+            padding=tuple(scalar(s) for s in p.padding),
+            dilation=tuple(scalar(s) for s in p.dilation),
+            groups=scalar(p.groups),
+        )
+        assert_close(gx, ref, "f64", "numpy integer tuples")
+    w, dy, x_shape, p, ref = _case(rng, CASES[0], "f64")
+    for _ in range(2):
+        gx = cd.conv_input_grad(
+            x_shape, w, dy, scalar(1), scalar(1), scalar(1), scalar(1)
+        )
+        assert_close(gx, ref, "f64", "numpy integer scalars")
