@@ -3418,7 +3418,8 @@ class CudnnError(CudnnRsError, RuntimeError):
     """cuDNN returned a non-success status; ``status`` holds its name."""
 
     status: str
-    """cuDNN's status name, e.g. "CUDNN_STATUS_NOT_SUPPORTED"."""
+    """cuDNN's status name, e.g. "CUDNN_STATUS_NOT_SUPPORTED"; empty ("") on an
+    error made without one (``CudnnError("...")`` in Python)."""
 
 class CudaError(CudnnRsError, RuntimeError):
     """A CUDA driver error: no driver, no device, launch failure, ..."""

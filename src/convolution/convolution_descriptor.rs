@@ -29,9 +29,11 @@ impl RawConvolutionDescriptor {
     /// type, or `i32` for the integer paths).
     pub fn new(params: ConvParams, comp: DType, math_type: MathType) -> Result<Self> {
         if !(comp.is_float() || comp == DType::I32) {
-            return Err(Error::InvalidArgument(format!(
-                "compute type {comp} is not one cuDNN accepts (f32, f64, f16, bf16, i32)"
-            )));
+            // A type, not a shape: an unsupported configuration, as for the data types.
+            return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
+                requested: format!("compute type {comp} (a convolution descriptor's compute type)"),
+                nearest: vec!["compute type f32, f64, f16, bf16 or i32".into()],
+            }));
         }
         Ok(Self {
             params,
