@@ -17,6 +17,20 @@ pub(crate) fn describe(obj: &Bound<'_, PyAny>) -> String {
     } else {
         format!("{module}.{name}")
     };
+    if let Ok(class) = obj.cast::<pyo3::types::PyType>() {
+        // A class, not an instance: its attributes (`shape`, `dtype`) are descriptors.
+        let module = class
+            .module()
+            .map_or_else(|_| "?".into(), |m| m.to_string());
+        let name = class
+            .qualname()
+            .map_or_else(|_| "?".into(), |n| n.to_string());
+        return if module == "builtins" {
+            format!("the class {name}")
+        } else {
+            format!("the class {module}.{name}")
+        };
+    }
     let attr = |a: &str| -> Option<String> {
         obj.getattr(a)
             .ok()

@@ -125,8 +125,22 @@ pub(crate) fn extract_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
             return Ok(d);
         }
     }
+    // A NumPy type or dtype (np.float32, np.dtype("float32")): name ours.
+    let hint = obj
+        .getattr("__name__")
+        .or_else(|_| obj.getattr("name"))
+        .ok()
+        .and_then(|n| n.extract::<String>().ok())
+        .and_then(|n| dtype_from_numpy_name(&n))
+        .map(|d| format!("; use cudnn_rs.{}", d.name()))
+        .unwrap_or_default();
+    let names = DType::ALL
+        .iter()
+        .map(|d| format!("cudnn_rs.{}", d.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "expected a cudnn_rs data type (cudnn_rs.f32, cudnn_rs.f16, ...), got {}",
+        "expected a cudnn_rs data type ({names}, or a name such as \"f32\" or \"float32\"), got {}{hint}",
         super::describe::describe(obj)
     )))
 }
