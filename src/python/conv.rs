@@ -33,7 +33,14 @@ fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
         return Ok(vec![v]);
     }
     obj.extract::<Vec<i64>>().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!("{what} must be a tuple of ints"))
+        let range = if what == "padding" {
+            "must be in [0, 2147483647]"
+        } else {
+            "must be in [1, 2147483647]"
+        };
+        super::args::out_of_range_item(obj, what, range).unwrap_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!("{what} must be a tuple of ints"))
+        })
     })
 }
 

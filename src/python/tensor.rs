@@ -162,10 +162,15 @@ fn unsupported_format(dtype: DType, format: Format) -> Error {
     })
 }
 
+/// What a tensor's extents must be (as `RawDescriptor::new` says).
+pub(crate) const SHAPE_RANGE: &str = "every tensor dimension must be in [1, 2147483647]";
+
 fn parse_shape(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    let dims: Vec<i64> = obj
-        .extract()
-        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("shape must be a sequence of ints"))?;
+    let dims: Vec<i64> = obj.extract().map_err(|_| {
+        super::args::out_of_range_item(obj, "shape", SHAPE_RANGE).unwrap_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err("shape must be a sequence of ints")
+        })
+    })?;
     dims.iter()
         .map(|&d| {
             usize::try_from(d).map_err(|_| {

@@ -32,8 +32,19 @@ impl PyWorkspace {
 impl PyWorkspace {
     #[new]
     #[pyo3(signature = (handle, size = None))]
-    fn new(py: Python<'_>, handle: &Bound<'_, PyHandle>, size: Option<i64>) -> PyResult<Self> {
-        let size = size.unwrap_or(0);
+    fn new(
+        py: Python<'_>,
+        handle: &Bound<'_, PyHandle>,
+        size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let size = match size.filter(|s| !s.is_none()) {
+            Some(s) => super::args::int_in_range(
+                s,
+                "size",
+                "a workspace size must be in [0, 9223372036854775807] bytes",
+            )?,
+            None => 0,
+        };
         let nbytes = usize::try_from(size).map_err(|_| {
             to_py(
                 py,

@@ -109,3 +109,71 @@ def test_bad_device_arguments_are_refused_before_any_gpu_work(
 ) -> None:
     with pytest.raises(error, match=re.escape(message)):
         cd.Handle(device=device)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("big", [2**63, 2**64, 2**100])
+def test_ints_beyond_64_bits_are_out_of_range_like_any_other(
+    cpu: cd.Handle, big: int
+) -> None:
+    """A Python int has no bound: one past int64 is a ShapeError naming the range, as
+    2**62 is, not a TypeError ("not a tuple of ints") or an OverflowError."""
+    w = cd.Filter.zeros(cpu, (4, 3, 3, 3))
+    dy = cd.Tensor.zeros(cpu, (2, 4, 6, 6))
+    conv = cd.ConvolutionDescriptor((0, 0))
+    calls = {
+        "one-call x_shape": lambda: cd.convolution_backward_data(
+            cpu, w, dy, conv, x_shape=(2, 3, big, 8)
+        ),
+        "Tensor.zeros": lambda: cd.Tensor.zeros(cpu, (2, 3, big, 5)),
+        "Filter.empty": lambda: cd.Filter.empty(cpu, [big, 3, 3, 3]),
+        "padding": lambda: cd.ConvolutionDescriptor((big, 0)),
+        "stride": lambda: cd.ConvolutionDescriptor((0, 0), stride=(1, big)),
+        "dilation": lambda: cd.ConvolutionDescriptor((0, 0), dilation=big),
+    }
+    for call in calls.values():
+        with pytest.raises(cd.ShapeError, match=r"must be in \[[01], 2147483647\]"):
+            call()
+    with pytest.raises(cd.ShapeError, match=r"workspace size must be in \[0, "):
+        cd.Workspace(cpu, big)
+    # Not ints at all: still a TypeError.
+    with pytest.raises(TypeError, match="x_shape must be a tuple of ints"):
+        cd.convolution_backward_data(cpu, w, dy, conv, x_shape=(2, 3, big, "8"))
+
+
+@pytest.mark.parametrize(
+    ("passed", "ours"),
+    [(np.float32, "f32"), (np.float64, "f64"), (np.dtype(np.int8), "i8")],
+)
+def test_a_numpy_type_as_dtype_is_named_with_the_marker_to_use(
+    cpu: cd.Handle, passed: object, ours: str
+) -> None:
+    for call in (
+        lambda: cd.Tensor.zeros(cpu, (1, 1, 1, 1), dtype=passed),  # type: ignore[call-overload]
+        lambda: cd.ConvolutionDescriptor((0, 0), comp_type=passed),  # type: ignore[call-overload]
+    ):
+        with pytest.raises(TypeError) as excinfo:
+            call()
+        msg = str(excinfo.value)
+        assert "attribute" not in msg and "of shape" not in msg, msg
+        assert "numpy" in msg and f"use cudnn_rs.{ours}" in msg, msg
+        assert "cudnn_rs.f32" in msg and "cudnn_rs.i64" in msg, msg
+
+
+@pytest.mark.parametrize("comp", ["i8", "u8", "i64"])
+def test_a_compute_type_cudnn_does_not_take_is_an_unsupported_configuration(
+    comp: str,
+) -> None:
+    with pytest.raises(cd.UnsupportedConfigurationError, match="compute type") as e:
+        cd.ConvolutionDescriptor((0, 0), comp_type=getattr(cd, comp))
+    assert isinstance(e.value, TypeError) and not isinstance(e.value, ValueError)
+
+
+def test_cudnn_error_made_in_python_has_a_status() -> None:
+    """The stub declares ``status: str`` on every CudnnError, also one a test makes to
+    fake a cuDNN failure."""
+    e = cd.CudnnError("cuDNN failed")
+    assert e.status == ""
+    assert isinstance(e.status, str)
+    e.status = "CUDNN_STATUS_NOT_SUPPORTED"
+    assert e.status == "CUDNN_STATUS_NOT_SUPPORTED"
+    assert cd.CudnnError("another").status == ""
