@@ -29,6 +29,21 @@ impl BwdDataAlgo {
         BwdDataAlgo::WinogradNonFused,
     ];
 
+    /// What cuDNN reports for the algorithm: `Algo0` sums partial products with
+    /// atomics, so its results can differ from run to run; the others are
+    /// deterministic. The CPU device reports the same, so that its answers (and the
+    /// `deterministic` filters) match a GPU's.
+    pub const fn determinism(self) -> Determinism {
+        match self {
+            BwdDataAlgo::Algo0 => Determinism::NonDeterministic,
+            BwdDataAlgo::Algo1
+            | BwdDataAlgo::Fft
+            | BwdDataAlgo::FftTiling
+            | BwdDataAlgo::Winograd
+            | BwdDataAlgo::WinogradNonFused => Determinism::Deterministic,
+        }
+    }
+
     pub const fn into_raw(self) -> cudnnConvolutionBwdDataAlgo_t {
         use cudnnConvolutionBwdDataAlgo_t as R;
         match self {

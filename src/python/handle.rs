@@ -35,7 +35,13 @@ impl PyHandle {
         self.check_devices(&[ops.w, ops.dy, ops.dx])?;
         let descs = ops.descs();
         match self.inner.device {
-            DeviceId::Cpu => crate::reference::device::heuristic(&descs.problem()),
+            DeviceId::Cpu => {
+                let best = crate::reference::device::heuristic(&descs.problem())?;
+                if deterministic && best.determinism() != crate::Determinism::Deterministic {
+                    return Err(no_deterministic_algorithm(&descs.problem()));
+                }
+                Ok(best)
+            }
             DeviceId::Cuda(_) => self
                 .inner
                 .gpu()?
@@ -770,9 +776,17 @@ impl PyHandle {
                             .row(crate::convolution::AlgoKind::BestHeuristic)
                             .config()
                 });
+                // As cuDNN does: `deterministic` keeps the deterministic algorithms only.
                 let algos: Vec<_> = line
-                    .map(|l| l.algos.iter().filter_map(|a| a.fixed()).collect())
-                    .unwrap_or_default();
+                    .into_iter()
+                    .flat_map(|l| l.algos.iter().filter_map(|a| a.fixed()))
+                    .filter(|a| {
+                        !deterministic || a.determinism() == crate::Determinism::Deterministic
+                    })
+                    .collect();
+                if algos.is_empty() && deterministic {
+                    return Err(no_deterministic_algorithm(&problem));
+                }
                 let Some(&first) = algos.first() else {
                     return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
                         requested: problem
@@ -795,15 +809,7 @@ impl PyHandle {
                 let ms = start.elapsed().as_secs_f32() * 1e3;
                 Ok(algos
                     .into_iter()
-                    .map(|a| {
-                        BestHeuristic::new(
-                            a,
-                            ms,
-                            0,
-                            crate::Determinism::Deterministic,
-                            ops.conv.math_type(),
-                        )
-                    })
+                    .map(|a| BestHeuristic::new(a, ms, 0, a.determinism(), ops.conv.math_type()))
                     .collect())
             }
             Some(ctx) => {
@@ -817,4 +823,16 @@ impl PyHandle {
             }
         }
     }
+}
+
+/// What a GPU answers (`CUDNN_STATUS_NOT_SUPPORTED`) when the table lists no
+/// deterministic algorithm for a problem and one was asked for.
+fn no_deterministic_algorithm(p: &crate::problem::RawProblem<'_>) -> Error {
+    Error::cudnn(
+        crate::error::CudnnError::NotSupported,
+        format!(
+            "the CPU device offers no deterministic algorithm in the support table for {}",
+            p.describe()
+        ),
+    )
 }

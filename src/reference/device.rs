@@ -135,7 +135,8 @@ fn elements<T: bytemuck::Pod>(bytes: &[u8], n: usize) -> Result<&[T]> {
 }
 
 /// What the CPU device answers to "which algorithm": the first one the table lists for
-/// the configuration (all compute the same here), needing no workspace, deterministic.
+/// the configuration (all compute the same here), `DataAlgo1` where listed, needing no
+/// workspace, with the determinism cuDNN reports for it.
 pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
     let line = crate::bwd_data::support::SUPPORT_LINES.iter().find(|l| {
         l.config
@@ -157,7 +158,7 @@ pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
         algo,
         -1.0,
         0,
-        crate::determinism::Determinism::Deterministic,
+        algo.determinism(),
         problem.conv.math_type(),
     ))
 }

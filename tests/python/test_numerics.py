@@ -286,11 +286,62 @@ def test_deterministic_heuristic(
 ) -> None:
     case = random_case(rng, config.conv_dims)
     problem = make_problem(cpu, config, case, rng)
+    admitted = fixed_algorithms_of(config, ROWS)
+    if set(admitted) <= {"DataAlgo0"}:
+        # As on a GPU: only the atomics-based ALGO_0 is listed, nothing deterministic.
+        with pytest.raises(cd.CudnnError) as exc:
+            cpu.get_convolution_backward_data_algorithm(
+                problem.w, problem.dy, problem.dx, problem.conv, deterministic=True
+            )
+        assert exc.value.status == "CUDNN_STATUS_NOT_SUPPORTED"
+        return
     best = cpu.get_convolution_backward_data_algorithm(
         problem.w, problem.dy, problem.dx, problem.conv, deterministic=True
     )
     assert best.determinism == cd.Determinism.Deterministic
-    assert best.algo.name in fixed_algorithms_of(config, ROWS)
+    assert best.algo.name in admitted and best.algo.name != "DataAlgo0"
+
+
+@pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
+def test_cpu_reports_each_algorithms_determinism_as_cudnn_does(
+    cpu: cd.Handle, rng: np.random.Generator, config: Row
+) -> None:
+    """DataAlgo0 (atomics) is non-deterministic, the others deterministic, as cuDNN
+    reports them; ``deterministic=True`` leaves DataAlgo0 out. Each listed algorithm
+    computes the reference."""
+    case = random_case(rng, config.conv_dims)
+    problem = make_problem(cpu, config, case, rng)
+    admitted = fixed_algorithms_of(config, ROWS)
+    perfs = cpu.find_convolution_backward_data_algorithm(
+        problem.w, problem.dy, problem.dx, problem.conv
+    )
+    assert sorted(p.algo.name for p in perfs) == sorted(admitted)
+    for perf in perfs:
+        expected = (
+            cd.Determinism.NonDeterministic
+            if perf.algo.name == "DataAlgo0"
+            else cd.Determinism.Deterministic
+        )
+        assert perf.determinism == expected, perf.algo.name
+    if set(admitted) <= {"DataAlgo0"}:
+        with pytest.raises(cd.CudnnError):
+            cpu.find_convolution_backward_data_algorithm(
+                problem.w, problem.dy, problem.dx, problem.conv, deterministic=True
+            )
+    else:
+        det = cpu.find_convolution_backward_data_algorithm(
+            problem.w, problem.dy, problem.dx, problem.conv, deterministic=True
+        )
+        assert sorted(p.algo.name for p in det) == sorted(
+            a for a in admitted if a != "DataAlgo0"
+        )
+        assert all(p.determinism == cd.Determinism.Deterministic for p in det)
+    for perf in perfs:
+        problem.dx = cd.Tensor.from_numpy(
+            cpu, problem.dx_host, format=getattr(cd, config.dx_format)
+        )
+        got = run_backward_data(cpu, problem, perf)
+        assert_close(got, problem.expected(), config.dx_dtype, problem.describe())
 
 
 @pytest.mark.parametrize("config", LEGACY_CONFIGS, ids=lambda r: r.config_id)
