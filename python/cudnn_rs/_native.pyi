@@ -2829,8 +2829,10 @@ def convolution_backward_data(
     format: type[_LayoutY] | None = None,
 ) -> Tensor[_DT_F32_F16_BF16, _LayoutY, Rank4]:
     """One call for people who just want `dx`: allocates it with shape `x_shape`
-    (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's
-    heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.
+    (`dtype` and `format` default to dy's), runs `algo` or, when it is None, the
+    library's default choice (`DefaultAlgo`: untimed, the same in every process for
+    a problem, cuDNN and GPU; measured once per problem on a handle with
+    `benchmark=True`), reuses the handle's workspace, returns `dx`.
     """
 
 @overload

@@ -169,8 +169,10 @@ impl PyHandle {
 }
 
 /// One call for people who just want `dx`: allocates it (dtype and format default to
-/// dy's), picks the algorithm (cuDNN's heuristic) unless given, reuses the handle's
-/// workspace, and returns `dx`.
+/// dy's), runs `algo` or, when it is None, the library's default choice (`DefaultAlgo`:
+/// untimed, the same in every process for a problem, cuDNN and GPU; measured once per
+/// problem on a handle with `benchmark=True`), reuses the handle's workspace, and
+/// returns `dx`.
 #[pyfunction]
 #[pyo3(signature = (handle, w, dy, conv, x_shape, algo = None, *, alpha = 1.0, dtype = None, format = None))]
 pub(crate) fn convolution_backward_data<'py>(

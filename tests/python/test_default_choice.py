@@ -560,3 +560,24 @@ def test_interleaved_repeated_calls_replay_with_fresh_values(gpu: cd.Handle) -> 
             )
             err = ((dx - expected).abs().max() / expected.abs().max()).item()
             assert err < 1e-5, f"step {step}, layer {i}: relative error {err}"
+
+
+def test_one_call_docs_name_the_default_choice_it_runs() -> None:
+    """The one-call API runs ``DefaultAlgo`` when given no algorithm: its runtime
+    docstring and its stub say so, not that cuDNN's heuristic picks."""
+    import ast
+
+    import cudnn_rs
+
+    stub = Path(cudnn_rs.__file__).with_name("_native.pyi").read_text()
+    docs = [cd.convolution_backward_data.__doc__ or ""]
+    for node in ast.parse(stub).body:
+        if (
+            isinstance(node, ast.FunctionDef)
+            and node.name == "convolution_backward_data"
+        ):
+            docs.extend(filter(None, [ast.get_docstring(node)]))  # overloads: ...
+    assert len(docs) > 1, "the stub has no convolution_backward_data docstring"
+    for doc in docs:
+        assert "DefaultAlgo" in doc and "default choice" in doc, doc
+        assert "heuristic" not in doc, doc
