@@ -227,8 +227,13 @@ pub fn cuda_driver() -> Result<()> {
     if DRIVER_OK.get().is_some() {
         return Ok(());
     }
-    let mut searched = Vec::new();
+    let mut searched: Vec<String> = Vec::new();
     for name in cudarc::get_lib_name_candidates("cuda") {
+        // cudarc's list repeats names (its version patterns coincide): each is tried,
+        // and reported, once.
+        if searched.contains(&name) {
+            continue;
+        }
         // SAFETY: probing the CUDA driver library, which cudarc loads the same way next.
         match unsafe { libloading::Library::new(&name) } {
             Ok(lib) => {

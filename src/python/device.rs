@@ -61,15 +61,18 @@ impl HandleInner {
     }
 }
 
+/// Every spelling `device=` accepts besides an int ordinal, for error messages.
+const DEVICE_NAMES: &str = "\"cpu\", \"cuda\", \"cuda:N\" or \"gpu\" (same as \"cuda\")";
+
 pub(crate) fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId> {
     let Some(obj) = obj else {
         return Ok(DeviceId::Cuda(0));
     };
     // A bool is an int to Python, but `device=True` is no ordinal anyone means.
     if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "device must be an int ordinal, \"cpu\", \"cuda\" or \"cuda:N\", not a bool",
-        ));
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "device must be an int ordinal or one of {DEVICE_NAMES}, not a bool"
+        )));
     }
     if let Ok(n) = obj.extract::<i64>() {
         return usize::try_from(n).map(DeviceId::Cuda).map_err(|_| {
@@ -77,9 +80,9 @@ pub(crate) fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId>
         });
     }
     let s: String = obj.extract().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(
-            "device must be an int ordinal, \"cpu\", \"cuda\" or \"cuda:N\"",
-        )
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "device must be an int ordinal or one of {DEVICE_NAMES}"
+        ))
     })?;
     match s.as_str() {
         "cpu" => Ok(DeviceId::Cpu),
@@ -90,7 +93,7 @@ pub(crate) fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DeviceId>
             .map(DeviceId::Cuda)
             .ok_or_else(|| {
                 pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown device {other:?}: use \"cpu\", \"cuda\" or \"cuda:N\""
+                    "unknown device {other:?}: use one of {DEVICE_NAMES}, or an int ordinal"
                 ))
             }),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -451,6 +452,38 @@ def test_handle_without_gpu_raises(device: int | str | None) -> None:
     assert message, "empty error message"
     if isinstance(excinfo.value, cd.LibraryNotFoundError):
         assert "CUDNN_RS_CUDNN_PATH" in message or "libcuda" in message, message
+
+
+def test_no_driver_message_lists_each_name_tried_once() -> None:
+    if cd.cuda_available():
+        pytest.skip("a CUDA device is available here; this checks machines without")
+    with pytest.raises(cd.CudaError) as excinfo:
+        cd.Handle()
+    message = str(excinfo.value)
+    if "could not load libcuda" not in message:
+        pytest.skip(f"a driver library loads here (another refusal): {message}")
+    tried = re.search(r"\(tried ([^)]*)\)", message)
+    assert tried, message
+    names = tried.group(1).split(", ")
+    assert names and len(names) == len(set(names)), names
+
+
+def test_unknown_device_names_every_accepted_spelling() -> None:
+    with pytest.raises(ValueError) as excinfo:
+        cd.Handle(device="CPU")
+    message = str(excinfo.value)
+    for spelling in ("cpu", "cuda", "cuda:N", "gpu"):
+        assert f'"{spelling}"' in message, message
+    # Every spelling named is accepted: the CPU one works, the CUDA ones get as far as
+    # looking for a GPU (a CudaError here when there is none), never a ValueError.
+    assert cd.Handle(device="cpu").device == "cpu"
+    for spelling in ("cuda", "cuda:0", "gpu"):
+        try:
+            cd.Handle(device=spelling)
+        except (cd.CudaError, cd.LibraryNotFoundError):
+            pass
+    with pytest.raises(TypeError, match='"gpu"'):
+        cd.Handle(device=1.5)  # type: ignore[arg-type]
 
 
 def test_errors_leave_inputs_usable(cpu: cd.Handle, f32_problem: Problem) -> None:
