@@ -239,6 +239,7 @@ pub fn cuda_driver() -> Result<()> {
             Ok(lib) => {
                 // The first name that loads is the one cudarc will load: check that one.
                 check_driver_version(&lib, &name)?;
+                check_driver_symbols(&lib, &name)?;
                 // Keep it loaded for cudarc, which opens it again by the same name.
                 std::mem::forget(lib);
                 let _ = DRIVER_OK.set(());
@@ -296,6 +297,66 @@ fn check_driver_version(lib: &libloading::Library, name: &str) -> Result<i32> {
         )));
     }
     Ok(version)
+}
+
+/// The driver entry points this crate reaches through cudarc (context, device queries,
+/// streams, events, memory, pointer queries, graphs). cudarc resolves each on first use
+/// and panics, printing the panic and its backtrace, when one is missing; checking them
+/// here, with our own handle to the library, refuses such a library with an error and
+/// nothing printed. Every name exists in every driver of at least
+/// [`MIN_DRIVER_CUDA_VERSION`].
+const DRIVER_ENTRY_POINTS: &[&str] = &[
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuStreamIsCapturing",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventDestroy_v2",
+    "cuEventElapsedTime_v2",
+    "cuMemAlloc_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemsetD8Async",
+    "cuMemGetAddressRange_v2",
+    "cuPointerGetAttribute",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
+];
+
+/// Refuses a driver library lacking one of [`DRIVER_ENTRY_POINTS`] (a broken or stand-in
+/// `libcuda`), before cudarc would panic looking for it.
+fn check_driver_symbols(lib: &libloading::Library, name: &str) -> Result<()> {
+    for symbol in DRIVER_ENTRY_POINTS {
+        let mut c_name = symbol.as_bytes().to_vec();
+        c_name.push(0);
+        // SAFETY: only the symbol's presence is checked; the pointer is never called or
+        // kept, so its type does not matter.
+        if unsafe { lib.get::<*const std::ffi::c_void>(c_name.as_slice()) }.is_err() {
+            return Err(Error::Cuda(format!(
+                "{name} is not a usable NVIDIA driver: it is missing a required entry point ({symbol})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs a cudarc call that may panic inside its own loader (e.g. a driver lacking a

@@ -75,6 +75,9 @@ def _run_child(libdir: Path) -> dict[str, str]:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PanicException" not in done.stdout + done.stderr
+    # A driver the checks refuse is refused before cudarc looks for anything: no panic
+    # (caught or not) prints its message or backtrace.
+    assert "panicked" not in done.stderr, done.stderr
     fields = dict(
         line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line
     )
@@ -98,9 +101,11 @@ def test_a_cuda_12_2_driver_is_a_cuda_error_naming_both_versions(
 def test_a_new_enough_driver_missing_entry_points_is_a_cuda_error(
     tmp_path: Path,
 ) -> None:
-    # Passes the version check; cudarc then misses cuDeviceGetCount and panics inside
-    # its loader, which must come out as CudaError, not PanicException.
+    # Passes the version check but lacks cuDeviceGetCount and the rest, which cudarc
+    # would panic over: refused first, as CudaError naming the entry point, and nothing
+    # printed (checked in _run_child).
     fields = _run_child(_standin(tmp_path, 13000))
     assert fields["available"] == "False"
     assert fields["raised"] == "CudaError True"
     assert "missing a required entry point" in fields["message"], fields["message"]
+    assert "(cuDeviceGetCount)" in fields["message"], fields["message"]
