@@ -38,7 +38,7 @@ fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
         } else {
             "must be in [1, 2147483647]"
         };
-        super::args::out_of_range_item(obj, what, range).unwrap_or_else(|| {
+        super::ints::out_of_range_item(obj, what, range).unwrap_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!("{what} must be a tuple of ints"))
         })
     })

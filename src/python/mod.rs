@@ -13,6 +13,7 @@ mod errors;
 mod handle;
 mod info;
 mod interop;
+mod ints;
 mod markers;
 mod one_call;
 mod operands;

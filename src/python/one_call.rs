@@ -203,7 +203,7 @@ pub(crate) fn convolution_backward_data<'py>(
         .transpose()?
         .unwrap_or(dy_desc.format());
     let shape: Vec<i64> = x_shape.extract().map_err(|_| {
-        super::args::out_of_range_item(x_shape, "x_shape", super::tensor::SHAPE_RANGE)
+        super::ints::out_of_range_item(x_shape, "x_shape", super::tensor::SHAPE_RANGE)
             .unwrap_or_else(|| {
                 pyo3::exceptions::PyTypeError::new_err("x_shape must be a tuple of ints")
             })

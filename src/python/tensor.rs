@@ -167,7 +167,7 @@ pub(crate) const SHAPE_RANGE: &str = "every tensor dimension must be in [1, 2147
 
 fn parse_shape(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     let dims: Vec<i64> = obj.extract().map_err(|_| {
-        super::args::out_of_range_item(obj, "shape", SHAPE_RANGE).unwrap_or_else(|| {
+        super::ints::out_of_range_item(obj, "shape", SHAPE_RANGE).unwrap_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err("shape must be a sequence of ints")
         })
     })?;

@@ -38,7 +38,7 @@ impl PyWorkspace {
         size: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let size = match size.filter(|s| !s.is_none()) {
-            Some(s) => super::args::int_in_range(
+            Some(s) => super::ints::int_in_range(
                 s,
                 "size",
                 "a workspace size must be in [0, 9223372036854775807] bytes",
