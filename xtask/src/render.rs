@@ -778,8 +778,10 @@ pub fn render_pyi_overloads() -> String {
         &mut out,
         "convolution_backward_data",
         "One call for people who just want `dx`: allocates it with shape `x_shape`\n\
-         (`dtype` and `format` default to dy's), picks the algorithm by cuDNN's\n\
-         heuristic when `algo` is None, reuses the handle's workspace, returns `dx`.",
+         (`dtype` and `format` default to dy's), runs `algo` or, when it is None, the\n\
+         library's default choice (`DefaultAlgo`: untimed, the same in every process for\n\
+         a problem, cuDNN and GPU; measured once per problem on a handle with\n\
+         `benchmark=True`), reuses the handle's workspace, returns `dx`.",
         &sigs,
     );
     // ruff's stub style: a blank line between the last definition and the end marker.
