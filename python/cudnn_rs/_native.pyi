@@ -218,7 +218,8 @@ class MathType:
 
 @final
 class Determinism:
-    """Whether an algorithm's results are bitwise reproducible."""
+    """Whether an algorithm's results are bitwise reproducible. As ints, cuDNN's
+    ``cudnnDeterminism_t`` values: ``NonDeterministic`` 0, ``Deterministic`` 1."""
 
     Deterministic: ClassVar[Determinism]
     NonDeterministic: ClassVar[Determinism]
@@ -921,7 +922,9 @@ class ConvolutionDescriptor(Generic[_CT, _SP]):
     the forward pass serves its backward pass.
 
     The spatial rank is inferred from the length of ``padding`` (2 or 3), the compute
-    type from ``comp_type`` (f32 by default). The type parameters are invariant.
+    type from ``comp_type`` (f32 by default). The type parameters are invariant. At
+    run time an int for ``padding``, ``stride`` or ``dilation`` stands for the same value
+    in every dimension, the rank then coming from another argument's tuple.
     """
     def __class_getitem__(cls, item: Any) -> types.GenericAlias:
         """``ConvolutionDescriptor[F32, Spatial2]`` at run time."""

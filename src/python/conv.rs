@@ -28,11 +28,35 @@ impl PyConvolutionDescriptor {
     }
 }
 
-fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
-    if let Ok(v) = obj.extract::<i64>() {
-        return Ok(vec![v]);
+/// One of padding, stride or dilation as given: an int (the same for every spatial
+/// dimension) or one int per spatial dimension.
+enum Ints {
+    One(i64),
+    Each(Vec<i64>),
+}
+
+impl Ints {
+    fn len(&self) -> Option<usize> {
+        match self {
+            Ints::One(_) => None,
+            Ints::Each(v) => Some(v.len()),
+        }
     }
-    obj.extract::<Vec<i64>>().map_err(|_| {
+
+    /// One value per spatial dimension of `n`.
+    fn per_dim(self, n: usize) -> Vec<i64> {
+        match self {
+            Ints::One(v) => vec![v; n],
+            Ints::Each(v) => v,
+        }
+    }
+}
+
+fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Ints> {
+    if let Ok(v) = obj.extract::<i64>() {
+        return Ok(Ints::One(v));
+    }
+    obj.extract::<Vec<i64>>().map(Ints::Each).map_err(|_| {
         let range = if what == "padding" {
             "must be in [0, 2147483647]"
         } else {
@@ -59,15 +83,23 @@ impl PyConvolutionDescriptor {
         comp_type: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let padding = ints(padding, "padding")?;
-        let n = padding.len();
-        let stride = stride
-            .map(|s| ints(s, "stride"))
-            .transpose()?
-            .unwrap_or_else(|| vec![1; n]);
-        let dilation = dilation
-            .map(|d| ints(d, "dilation"))
-            .transpose()?
-            .unwrap_or_else(|| vec![1; n]);
+        let stride = stride.map(|s| ints(s, "stride")).transpose()?;
+        let dilation = dilation.map(|d| ints(d, "dilation")).transpose()?;
+        // The spatial rank: the length of padding, else of stride or dilation (an int
+        // stands for the same value in every dimension).
+        let n = [Some(&padding), stride.as_ref(), dilation.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(Ints::len)
+            .ok_or_else(|| {
+                pyo3::exceptions::PyTypeError::new_err(
+                    "padding must be a tuple of 2 or 3 ints, one per spatial dimension (the \
+                     spatial rank is its length), or an int with stride or dilation such a tuple",
+                )
+            })?;
+        let padding = padding.per_dim(n);
+        let stride = stride.map_or_else(|| vec![1; n], |s| s.per_dim(n));
+        let dilation = dilation.map_or_else(|| vec![1; n], |d| d.per_dim(n));
         let comp = comp_type
             .map(extract_dtype)
             .transpose()?

@@ -59,6 +59,10 @@ macro_rules! dtype_classes {
                 fn new() -> PyClassInitializer<Self> {
                     PyClassInitializer::from(PyDType { dtype: DType::$dt }).add_subclass($cls)
                 }
+                /// Pickling and copying: a marker is made again by its class.
+                fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, pyo3::types::PyType>, ()) {
+                    (slf.get_type(), ())
+                }
             }
         )*
 
@@ -347,7 +351,9 @@ impl From<MathType> for PyMathType {
     }
 }
 
-/// Whether an algorithm's results are bitwise reproducible.
+/// Whether an algorithm's results are bitwise reproducible. As ints, cuDNN's
+/// `cudnnDeterminism_t` values (non-deterministic 0, deterministic 1), as `ConvolutionMode`
+/// and `MathType` have cuDNN's.
 #[pyclass(
     eq,
     eq_int,
@@ -359,8 +365,8 @@ impl From<MathType> for PyMathType {
 )]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum PyDeterminism {
-    Deterministic,
-    NonDeterministic,
+    Deterministic = 1,
+    NonDeterministic = 0,
 }
 
 impl From<Determinism> for PyDeterminism {
@@ -372,6 +378,16 @@ impl From<Determinism> for PyDeterminism {
     }
 }
 
+/// What `__reduce__` of an enum member returns: a callable and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, pyo3::types::PyType>, String));
+
+/// `enum_member.__reduce__()`: the member, read from its class by name when unpickled
+/// or copied (`getattr(cudnn_rs.MathType, "Fma")`).
+fn reduce_member<'py>(slf: &Bound<'py, PyAny>, name: &str) -> PyResult<Reduced<'py>> {
+    let getattr = slf.py().import("builtins")?.getattr("getattr")?;
+    Ok((getattr, (slf.get_type(), name.to_owned())))
+}
+
 #[pymethods]
 impl PyConvolutionMode {
     /// The member's name, as `enum.Enum.name`.
@@ -379,6 +395,10 @@ impl PyConvolutionMode {
     #[allow(clippy::trivially_copy_pass_by_ref)] // pyo3 getters take &self
     fn name(&self) -> &'static str {
         ConvolutionMode::from(*self).name()
+    }
+    /// Pickling and copying (see [`reduce_member`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        reduce_member(slf.as_any(), slf.get().name())
     }
 }
 
@@ -389,6 +409,10 @@ impl PyMathType {
     #[allow(clippy::trivially_copy_pass_by_ref)] // pyo3 getters take &self
     fn name(&self) -> &'static str {
         MathType::from(*self).name()
+    }
+    /// Pickling and copying (see [`reduce_member`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        reduce_member(slf.as_any(), slf.get().name())
     }
 }
 
@@ -402,6 +426,10 @@ impl PyDeterminism {
             PyDeterminism::Deterministic => "Deterministic",
             PyDeterminism::NonDeterministic => "NonDeterministic",
         }
+    }
+    /// Pickling and copying (see [`reduce_member`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        reduce_member(slf.as_any(), slf.get().name())
     }
 }
 
@@ -451,6 +479,10 @@ macro_rules! algo_classes {
                 #[new]
                 fn new() -> PyClassInitializer<Self> {
                     PyClassInitializer::from(PyAlgorithm { kind: AlgoKind::$kind }).add_subclass($cls)
+                }
+                /// Pickling and copying: a marker is made again by its class.
+                fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, pyo3::types::PyType>, ()) {
+                    (slf.get_type(), ())
                 }
             }
         )*

@@ -219,6 +219,75 @@ def test_enums() -> None:
     assert cd.Determinism.Deterministic != cd.Determinism.NonDeterministic
 
 
+def test_enum_ints_are_cudnns() -> None:
+    # cudnnConvolutionMode_t, cudnnMathType_t and cudnnDeterminism_t, as cudnn.h numbers
+    # them: code that compares with (or passes on) cuDNN's ints sees the same meaning.
+    assert int(cd.ConvolutionMode.Convolution) == 0
+    assert int(cd.ConvolutionMode.CrossCorrelation) == 1
+    assert [int(m) for m in (cd.MathType.Default, cd.MathType.TensorOp)] == [0, 1]
+    assert int(cd.MathType.TensorOpAllowConversion) == 2
+    assert int(cd.MathType.Fma) == 3
+    assert int(cd.Determinism.NonDeterministic) == 0
+    assert int(cd.Determinism.Deterministic) == 1
+
+
+def _markers() -> list[object]:
+    return [
+        *(getattr(cd, name) for name in NUMPY_DTYPES),
+        *(getattr(cd, name)() for name in FIXED_ALGORITHMS),
+        cd.DefaultAlgo(),
+        cd.BestEngine(),
+        cd.ConvolutionMode.Convolution,
+        cd.ConvolutionMode.CrossCorrelation,
+        *(getattr(cd.MathType, m) for m in ("Default", "TensorOp", "Fma")),
+        cd.MathType.TensorOpAllowConversion,
+        cd.Determinism.Deterministic,
+        cd.Determinism.NonDeterministic,
+        cd.NCHW,
+        cd.NHWC,
+    ]
+
+
+@pytest.mark.parametrize("marker", _markers(), ids=repr)
+def test_markers_pickle_and_copy_to_equal_markers(marker: object) -> None:
+    # A configuration dict handed to a worker process, or deep-copied, keeps its markers.
+    import copy
+    import pickle
+
+    for again in (
+        pickle.loads(pickle.dumps(marker)),
+        copy.copy(marker),
+        copy.deepcopy({"m": marker})["m"],
+    ):
+        assert again == marker and type(again) is type(marker)
+        assert hash(again) == hash(marker)
+    others = [m for m in _markers() if type(m) is type(marker) and m != marker]
+    assert all(pickle.loads(pickle.dumps(marker)) != o for o in others)
+
+
+def test_convolution_descriptor_int_arguments_stand_for_every_dimension() -> None:
+    # The spatial rank comes from a tuple's length; an int beside it is the same value
+    # in every dimension.
+    conv = cd.ConvolutionDescriptor(padding=(1, 2, 3), stride=2, dilation=1)
+    assert (conv.padding, conv.stride, conv.dilation) == (
+        (1, 2, 3),
+        (2, 2, 2),
+        (1, 1, 1),
+    )
+    conv = cd.ConvolutionDescriptor(padding=0, stride=(2, 1))
+    assert (conv.padding, conv.stride, conv.dilation) == ((0, 0), (2, 1), (1, 1))
+    conv = cd.ConvolutionDescriptor(padding=1, dilation=(1, 2, 2))
+    assert conv.spatial_dims == 3 and conv.padding == (1, 1, 1)
+    # With no tuple at all the rank is unknown: said so, not "padding has 1".
+    with pytest.raises(TypeError, match="one per spatial dimension"):
+        cd.ConvolutionDescriptor(padding=0)
+    with pytest.raises(TypeError, match="one per spatial dimension"):
+        cd.ConvolutionDescriptor(padding=1, stride=2)
+    # Tuples of different lengths stay an error.
+    with pytest.raises(cd.CudnnRsError, match="same length"):
+        cd.ConvolutionDescriptor(padding=(1, 1), stride=(1, 1, 1))
+
+
 def test_convolution_descriptor_2d_properties() -> None:
     conv = cd.ConvolutionDescriptor(
         padding=(1, 2),
