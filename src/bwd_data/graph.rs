@@ -351,9 +351,9 @@ pub(crate) fn candidates(
 /// The configurations `sources`' heuristics rank (what [`candidates`] lists before the
 /// unranked engines), read one at a time: a heuristic is asked only once the ones before
 /// it are used up, and a configuration is read (engine, knobs; knobs that cannot be read
-/// leave the engine alone as its identity) only when it is reached. What a caller wanting the first one that builds needs, and no more: on
-/// the H200, mode A lists 26-40 configurations for most layers, and reading them all
-/// took 1-2 ms of a first call.
+/// leave the engine alone as its identity) only when it is reached. What a caller
+/// wanting the first one that builds needs, and no more: on the H200, mode A lists 26-40
+/// configurations for most layers, and reading them all took 1-2 ms of a first call.
 pub(crate) fn ranked<'a>(
     lib: &'static CudnnLibrary,
     graph: &'a OpGraph,
