@@ -85,7 +85,6 @@ fn main() -> Result<(), cudnn_rs::Error> {
         dy.descriptor(),
         dx.descriptor(),
         &conv,
-        None,
     )?;
     let best_size = ctx.get_convolution_backward_data_workspace_size(
         w.descriptor(),

@@ -148,6 +148,13 @@ impl IntoResult for u32 {
     }
 }
 
+/// cuDNN's own status type, as the original implements it.
+impl IntoResult for cudarc::cudnn::sys::cudnnStatus_t {
+    fn into_result(self) -> Result<(), CudnnError> {
+        (self as u32).into_result()
+    }
+}
+
 /// Why a configuration is outside the support table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnsupportedConfiguration {
@@ -246,6 +253,27 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The nearest cuDNN status of an error, so that `?` works in code written against the
+/// original crate's `Result<_, CudnnError>`: a cuDNN failure keeps its status; shapes and
+/// other invalid arguments are `BadParam` (what cuDNN answers to them), configurations
+/// outside the support table `NotSupported`, device memory `AllocFailed`, a missing
+/// library `RuntimePrerequisiteMissing`, driver and device failures `ExecutionFailed`.
+/// The message is lost: keep the [`Error`] where it matters.
+impl From<Error> for CudnnError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Cudnn { status, .. } => status,
+            Error::Shape(_) | Error::InvalidArgument(_) | Error::DeviceMismatch(_) => {
+                CudnnError::BadParam
+            }
+            Error::Unsupported(_) => CudnnError::NotSupported,
+            Error::OutOfMemory { .. } => CudnnError::AllocFailed,
+            Error::LibraryNotFound { .. } => CudnnError::RuntimePrerequisiteMissing,
+            Error::Cuda(_) => CudnnError::ExecutionFailed,
+        }
+    }
+}
+
 impl From<CudnnError> for Error {
     fn from(status: CudnnError) -> Self {
         Error::cudnn(status, "")
@@ -272,6 +300,48 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_convert_to_the_nearest_cudnn_status() {
+        use cudarc::cudnn::sys::cudnnStatus_t;
+        let cases = [
+            (
+                Error::cudnn(CudnnError::ArchMismatch, "x"),
+                CudnnError::ArchMismatch,
+            ),
+            (Error::Shape("dy".into()), CudnnError::BadParam),
+            (
+                Error::InvalidArgument("stride 0".into()),
+                CudnnError::BadParam,
+            ),
+            (
+                Error::DeviceMismatch("0 and 1".into()),
+                CudnnError::BadParam,
+            ),
+            (
+                Error::OutOfMemory {
+                    requested_bytes: 1,
+                    detail: String::new(),
+                },
+                CudnnError::AllocFailed,
+            ),
+            (Error::Cuda("launch".into()), CudnnError::ExecutionFailed),
+        ];
+        for (e, want) in cases {
+            assert_eq!(CudnnError::from(e.clone()), want, "{e}");
+        }
+        // `?` from a crate call into code returning the original's error type.
+        let f = || -> std::result::Result<(), CudnnError> {
+            Err(Error::Shape("x".into()))?;
+            Ok(())
+        };
+        assert_eq!(f(), Err(CudnnError::BadParam));
+        assert_eq!(cudnnStatus_t::CUDNN_STATUS_SUCCESS.into_result(), Ok(()));
+        assert_eq!(
+            cudnnStatus_t::CUDNN_STATUS_NOT_SUPPORTED.into_result(),
+            Err(CudnnError::NotSupported)
+        );
+    }
 
     #[test]
     fn codes_round_trip_and_names_are_unique() {

@@ -365,7 +365,7 @@ fn from_storage<T: Copy>(phys: &[T], shape: &[usize], format: Format) -> Vec<T> 
 macro_rules! algo_value {
     (BestHeuristic) => {
         |ctx: &CudnnContext, w, dy, dx, conv| {
-            ctx.get_convolution_backward_data_algorithm(w, dy, dx, conv, None)
+            ctx.get_convolution_backward_data_algorithm(w, dy, dx, conv)
         }
     };
     (Engine) => {
@@ -452,7 +452,7 @@ fn heuristic_results_are_in_the_table_and_deterministic_on_request() {
     )
     .unwrap();
     let any = ctx
-        .get_convolution_backward_data_algorithm(&w, &dy, &dx, &conv, None)
+        .get_convolution_backward_data_algorithm(&w, &dy, &dx, &conv)
         .unwrap();
     let row = cudnn_rs::convolution::SupportRow {
         algo: any.algo().kind(),
@@ -466,7 +466,7 @@ fn heuristic_results_are_in_the_table_and_deterministic_on_request() {
     assert!(cudnn_rs::convolution::support::is_supported(&row), "{row}");
     assert_eq!(any.kind(), AlgoKind::BestHeuristic);
     let det = ctx
-        .get_convolution_backward_data_algorithm(
+        .get_convolution_backward_data_algorithm_with_determinism(
             &w,
             &dy,
             &dx,

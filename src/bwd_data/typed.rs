@@ -15,10 +15,46 @@ use crate::problem::{RawPointers, RawProblem};
 use crate::tensor::{SupportedType, Tensor, TensorDescriptor};
 
 impl CudnnContext {
-    /// cuDNN's heuristic choice for the problem, as the original
-    /// `get_convolution_backward_data_algorithm`, but reading every result instead of
-    /// one, never failing on skipped entries, and optionally deterministic only.
+    /// cuDNN's heuristic choice for the problem: the original
+    /// `get_convolution_backward_data_algorithm`, but reading every result instead of one
+    /// and never failing on skipped entries. Bound: `BestHeuristic` supports the
+    /// configuration. [`Self::get_convolution_backward_data_algorithm_with_determinism`]
+    /// asks for a deterministic one.
     pub fn get_convolution_backward_data_algorithm<
+        T1,
+        F1,
+        T2,
+        F2,
+        CompType,
+        T3,
+        F3,
+        const D: usize,
+        const N: usize,
+    >(
+        &self,
+        w_desc: &FilterDescriptor<T1, F1, D>,
+        dy_desc: &TensorDescriptor<T2, F2, D>,
+        dx_desc: &TensorDescriptor<T3, F3, D>,
+        conv_desc: &ConvolutionDescriptor<CompType, N>,
+    ) -> Result<BestHeuristic>
+    where
+        T1: DataType,
+        F1: SupportedType<T1>,
+        T2: DataType,
+        F2: SupportedType<T2>,
+        CompType: DataType,
+        T3: DataType,
+        F3: SupportedType<T3>,
+        BestHeuristic: SupportedConvBwdData<T1, F1, T2, F2, CompType, T3, F3, D, N>,
+    {
+        self.get_convolution_backward_data_algorithm_with_determinism(
+            w_desc, dy_desc, dx_desc, conv_desc, None,
+        )
+    }
+
+    /// [`Self::get_convolution_backward_data_algorithm`], with
+    /// `Some(Determinism::Deterministic)` the first deterministic algorithm cuDNN ranks.
+    pub fn get_convolution_backward_data_algorithm_with_determinism<
         T1,
         F1,
         T2,

@@ -184,9 +184,12 @@ impl<CompType: DataType, const N: usize> ConvolutionDescriptor<CompType, N> {
 }
 
 impl<C, const N: usize> ConvolutionDescriptor<C, N> {
-    /// Changes the math type (tensor cores allowed or not).
-    pub fn set_math_type(&mut self, math_type: MathType) {
+    /// Changes the math type (tensor cores allowed or not). A `Result`, as the original's
+    /// (which set it on the cuDNN descriptor at once); here the cuDNN descriptor is made on
+    /// first use, so this never fails.
+    pub fn set_math_type(&mut self, math_type: MathType) -> Result<()> {
         self.raw = Arc::new(self.raw.with_math_type(math_type));
+        Ok(())
     }
     pub fn raw(&self) -> &Arc<RawConvolutionDescriptor> {
         &self.raw
@@ -209,7 +212,7 @@ mod tests {
         let ok =
             ConvolutionDescriptor::<f32, 2>::new([1, 1], [1, 1], [1, 1], 1, m, MathType::Default);
         let mut ok = ok.unwrap();
-        ok.set_math_type(MathType::Fma);
+        assert_eq!(ok.set_math_type(MathType::Fma), Ok(()));
         assert_eq!(ok.math_type(), MathType::Fma);
         assert!(ConvolutionDescriptor::<f32, 2>::new(
             [-1, 1],

@@ -8,7 +8,7 @@ fn run(ctx: &CudnnContext) -> Result<()> {
     let w: Filter<f32, NCHW, CudaSlice<f32>, 4> = unimplemented!();
     let dy: Tensor<f32, NHWC, CudaSlice<f32>, 4> = unimplemented!();
     let dx: Tensor<f32, NHWC, CudaSlice<f32>, 4> = unimplemented!();
-    let _best = ctx.get_convolution_backward_data_algorithm(w.descriptor(), dy.descriptor(), dx.descriptor(), &conv, None)?;
+    let _best = ctx.get_convolution_backward_data_algorithm(w.descriptor(), dy.descriptor(), dx.descriptor(), &conv)?;
     Ok(())
 }
 

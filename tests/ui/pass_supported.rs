@@ -14,7 +14,7 @@ fn run(ctx: &CudnnContext) -> Result<()> {
     let dyb: Tensor<half::bf16, NHWC, CudaSlice<half::bf16>, 4> = unimplemented!();
     let mut dxb: Tensor<half::bf16, NHWC, CudaSlice<half::bf16>, 4> = unimplemented!();
     ctx.convolution_backward_data(1.0, &wb, &dyb, &conv2, &DataAlgo1, None::<&mut CudaSlice<u8>>, 0.0, &mut dxb)?;
-    let best = ctx.get_convolution_backward_data_algorithm(wb.descriptor(), dyb.descriptor(), dxb.descriptor(), &conv2, None)?;
+    let best = ctx.get_convolution_backward_data_algorithm(wb.descriptor(), dyb.descriptor(), dxb.descriptor(), &conv2)?;
     ctx.convolution_backward_data(1.0, &wb, &dyb, &conv2, &best, None::<&mut CudaSlice<u8>>, 0.0, &mut dxb)?;
 
     let conv3 = ConvolutionDescriptor::<f64, 3>::new([0; 3], [1; 3], [1; 3], 1, ConvolutionMode::Convolution, MathType::Default)?;
