@@ -16,8 +16,13 @@ import os
 import sys
 
 import torch
+from broad import Timer
 
 N, C, H, W, D = 16, 672, 32, 32, 2
+
+
+# The suite's timer: calls back to back between CUDA events, median of trials.
+timed = Timer("cuda", 20, 5, warmup=1).per_call_ms
 
 
 def load_cudnn() -> ctypes.CDLL:
@@ -56,21 +61,6 @@ class Cudnn:
             ctypes.c_void_p(dst),
         )
         assert st == 0, f"transform: {st}"
-
-
-def timed(f, reps: int = 20) -> float:
-    f()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = float("inf")
-    for _ in range(5):
-        s.record()
-        for _ in range(reps):
-            f()
-        e.record()
-        e.synchronize()
-        best = min(best, s.elapsed_time(e) / reps)
-    return best
 
 
 def probe(cd: Cudnn, dt, code: int, one, zero, src_fmt: str) -> str:
