@@ -216,11 +216,13 @@ def _conv_descriptor(
         )
     conv = _descriptors.get(key)
     if conv is None:
+        # From the key: plain ints, or values validated above.
+        _, s, p, d, g = key[:5]
         conv = ConvolutionDescriptor(
-            padding=_tuple(padding, spatial, "padding"),
-            stride=_tuple(stride, spatial, "stride"),
-            dilation=_tuple(dilation, spatial, "dilation"),
-            groups=_int(groups, "groups"),
+            padding=_tuple(p, spatial, "padding"),
+            stride=_tuple(s, spatial, "stride"),
+            dilation=_tuple(d, spatial, "dilation"),
+            groups=g,
             mode=mode,
             math_type=math,
             comp_type=comp,
