@@ -35,13 +35,7 @@ impl PyHandle {
         self.check_devices(&[ops.w, ops.dy, ops.dx])?;
         let descs = ops.descs();
         match self.inner.device {
-            DeviceId::Cpu => {
-                let best = crate::reference::device::heuristic(&descs.problem())?;
-                if deterministic && best.determinism() != crate::Determinism::Deterministic {
-                    return Err(no_deterministic_algorithm(&descs.problem()));
-                }
-                Ok(best)
-            }
+            DeviceId::Cpu => crate::reference::device::heuristic(&descs.problem(), deterministic),
             DeviceId::Cuda(_) => self
                 .inner
                 .gpu()?
@@ -768,32 +762,9 @@ impl PyHandle {
         match gpu {
             None => {
                 // Every algorithm is the same code on the CPU: time one run into scratch.
-                let problem = descs.problem();
-                problem.validate(crate::convolution::AlgoKind::BestHeuristic)?;
-                let line = crate::bwd_data::support::SUPPORT_LINES.iter().find(|l| {
-                    l.config
-                        == problem
-                            .row(crate::convolution::AlgoKind::BestHeuristic)
-                            .config()
-                });
-                // As cuDNN does: `deterministic` keeps the deterministic algorithms only.
-                let algos: Vec<_> = line
-                    .into_iter()
-                    .flat_map(|l| l.algos.iter().filter_map(|a| a.fixed()))
-                    .filter(|a| {
-                        !deterministic || a.determinism() == crate::Determinism::Deterministic
-                    })
-                    .collect();
-                if algos.is_empty() && deterministic {
-                    return Err(no_deterministic_algorithm(&problem));
-                }
+                let algos = crate::reference::device::algorithms(&descs.problem(), deterministic)?;
                 let Some(&first) = algos.first() else {
-                    return Err(Error::Unsupported(crate::error::UnsupportedConfiguration {
-                        requested: problem
-                            .row(crate::convolution::AlgoKind::BestHeuristic)
-                            .to_string(),
-                        nearest: vec![],
-                    }));
+                    return Ok(Vec::new());
                 };
                 let scratch = TensorCore::scratch_like(ops.dx)?;
                 let sel = SelectedAlgo::Fixed(first);
@@ -823,16 +794,4 @@ impl PyHandle {
             }
         }
     }
-}
-
-/// What a GPU answers (`CUDNN_STATUS_NOT_SUPPORTED`) when the table lists no
-/// deterministic algorithm for a problem and one was asked for.
-fn no_deterministic_algorithm(p: &crate::problem::RawProblem<'_>) -> Error {
-    Error::cudnn(
-        crate::error::CudnnError::NotSupported,
-        format!(
-            "the CPU device offers no deterministic algorithm in the support table for {}",
-            p.describe()
-        ),
-    )
 }

@@ -134,25 +134,58 @@ fn elements<T: bytemuck::Pod>(bytes: &[u8], n: usize) -> Result<&[T]> {
         .ok_or_else(too_short)
 }
 
-/// What the CPU device answers to "which algorithm": the first one the table lists for
-/// the configuration (all compute the same here), `DataAlgo1` where listed, needing no
-/// workspace, with the determinism cuDNN reports for it.
-pub fn heuristic(problem: &RawProblem<'_>) -> Result<BestHeuristic> {
-    let line = crate::bwd_data::support::SUPPORT_LINES.iter().find(|l| {
-        l.config
-            == problem
-                .row(crate::convolution::AlgoKind::BestHeuristic)
-                .config()
-    });
-    problem.validate(crate::convolution::AlgoKind::BestHeuristic)?;
-    let algo = line
-        .and_then(|l| {
-            l.algos
-                .iter()
-                .find(|a| **a == crate::convolution::AlgoKind::DataAlgo1)
-                .or(l.algos.iter().find(|a| a.fixed().is_some()))
+/// The legacy algorithms the CPU device offers for the problem (what a find lists), in
+/// the table's order: those the support table lists for its configuration (all compute
+/// the same here) or, with `deterministic`, those of them cuDNN reports deterministic
+/// (`DataAlgo0`, with atomics, is not); a `NOT_SUPPORTED` cuDNN error where that leaves
+/// none, as a GPU answers.
+pub fn algorithms(
+    problem: &RawProblem<'_>,
+    deterministic: bool,
+) -> Result<Vec<crate::convolution::BwdDataAlgo>> {
+    use crate::convolution::AlgoKind;
+    problem.validate(AlgoKind::BestHeuristic)?;
+    let row = problem.row(AlgoKind::BestHeuristic);
+    let listed: Vec<_> = crate::bwd_data::support::SUPPORT_LINES
+        .iter()
+        .find(|l| l.config == row.config())
+        .into_iter()
+        .flat_map(|l| l.algos.iter().filter_map(|a| a.fixed()))
+        .collect();
+    let kept: Vec<_> = listed
+        .iter()
+        .copied()
+        .filter(|a| !deterministic || a.determinism() == crate::Determinism::Deterministic)
+        .collect();
+    if !kept.is_empty() {
+        return Ok(kept);
+    }
+    Err(if listed.is_empty() {
+        Error::Unsupported(crate::error::UnsupportedConfiguration {
+            requested: row.to_string(),
+            nearest: vec![],
         })
-        .and_then(|a| a.fixed())
+    } else {
+        Error::cudnn(
+            crate::error::CudnnError::NotSupported,
+            format!(
+                "the CPU device offers no deterministic algorithm in the support table for {}",
+                problem.describe()
+            ),
+        )
+    })
+}
+
+/// What the CPU device answers to "which algorithm": `DataAlgo1` where the table lists
+/// it for the configuration, else the first of [`algorithms`] (all compute the same
+/// here), needing no workspace, with the determinism cuDNN reports for it.
+pub fn heuristic(problem: &RawProblem<'_>, deterministic: bool) -> Result<BestHeuristic> {
+    let algos = algorithms(problem, deterministic)?;
+    let algo = algos
+        .iter()
+        .copied()
+        .find(|a| *a == crate::convolution::BwdDataAlgo::Algo1)
+        .or(algos.first().copied())
         .unwrap_or(crate::convolution::BwdDataAlgo::Algo1);
     Ok(BestHeuristic::new(
         algo,
