@@ -16,6 +16,9 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy --features python --lib -- -D warnings
 
+echo "== kernel images match src/kernels/"
+"$venv/bin/python" scripts/gen_ptx.py --check
+
 echo "== module cycles"
 python3 scripts/module_cycles.py src
 

@@ -1,0 +1,159 @@
+// Backward data of a depthwise convolution at stride 1 (one input channel per group,
+// groups = C, K = C * M filters), NCHW / NCDHW packed operands; 2-d problems run with
+// D = OD = KD = 1:
+//
+//   dx[n, c, z, y, x] = alpha * sum_{m, a, b, e} w[c*M + m, 0, a', b', e']
+//                         * dy[n, c*M + m, z + pd - a dd, y + ph - b dh, x + pw - e dw]
+//                       + beta * dx[n, c, z, y, x]
+//
+// over the taps whose dy index is inside dy; the tap (a', b', e') is (a, b, e) in
+// cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is read
+// only when beta != 0. Entry points: dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16>.
+//
+// scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
+// which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
+// toolkit. No headers: the half conversions are PTX instructions, bfloat16's bit
+// operations.
+
+// Mirrored by `Params` in src/bwd_data/direct.rs.
+struct Params {
+    unsigned n, c, m;        // batch, dx channels, channel multiplier (dy channels c*m)
+    unsigned d, h, w;        // dx spatial extent
+    unsigned od, oh, ow;     // dy spatial extent
+    int pd, ph, pw;          // padding
+    int dd, dh, dw;          // dilation
+    int flip;                // 1 in convolution mode
+    float alpha, beta;
+    unsigned items;          // threads' work items: n * c * d * h * ceil(w / (TX dw)) * dw
+};
+
+// `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
+__device__ __forceinline__ float load(const float* p) { return __ldg(p); }
+__device__ __forceinline__ float reload(const float* p) { return *p; }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+
+struct Half { unsigned short bits; };
+struct BFloat { unsigned short bits; };
+
+__device__ __forceinline__ float load(const Half* p) {
+    unsigned short h = __ldg(reinterpret_cast<const unsigned short*>(p));
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ float reload(const Half* p) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p->bits));
+    return f;
+}
+__device__ __forceinline__ void store(Half* p, float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    p->bits = h;
+}
+__device__ __forceinline__ float load(const BFloat* p) {
+    unsigned short b = __ldg(reinterpret_cast<const unsigned short*>(p));
+    return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+__device__ __forceinline__ float reload(const BFloat* p) {
+    return __uint_as_float(static_cast<unsigned>(p->bits) << 16);
+}
+__device__ __forceinline__ void store(BFloat* p, float v) {
+    unsigned u = __float_as_uint(v);
+    unsigned short b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        b = static_cast<unsigned short>((u >> 16) | 0x40u);  // NaN stays NaN
+    } else {
+        b = static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    p->bits = b;
+}
+
+// Each work item computes TX outputs of a row, at
+// x0, x0 + dw, ..., x0 + (TX-1) dw (dw: the width dilation). Output j meets tap e at
+// dy column x0 + pw + (j - e) dw, so the TX outputs of a filter row read TX + KW - 1
+// dy values and KW weights, held in registers, instead of TX * KW of each.
+// A row of W outputs is cut into ceil(W / (TX dw)) spans of TX dw columns, each spread
+// over dw threads (thread r of a span starts at column r).
+template <typename T, int KD, int KH, int KW, int TX>
+__device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restrict__ w,
+                                              const T* __restrict__ dy, T* __restrict__ dx) {
+    constexpr int TAPS = KD * KH * KW;
+    constexpr int WIN = TX + KW - 1;
+    const int dw = p.dw;
+    const unsigned spans = (p.w + TX * dw - 1) / (TX * dw);
+    const unsigned per_row = spans * static_cast<unsigned>(dw);
+    const unsigned plane = p.oh * p.ow;
+    const unsigned volume = p.od * plane;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
+         i += blockDim.x * gridDim.x) {
+        unsigned t = i;
+        const unsigned g = t % per_row;
+        t /= per_row;
+        const int y = static_cast<int>(t % p.h);
+        t /= p.h;
+        const int z = static_cast<int>(t % p.d);
+        t /= p.d;
+        const unsigned c = t % p.c;
+        const unsigned n = t / p.c;
+        const int x0 = static_cast<int>(g / dw) * TX * dw + static_cast<int>(g % dw);
+        float acc[TX];
+#pragma unroll
+        for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
+        for (unsigned m = 0; m < p.m; ++m) {
+            const unsigned k = c * p.m + m;
+            const T* wk = w + k * TAPS;
+            const T* dyk = dy + (n * p.c * p.m + k) * volume;
+#pragma unroll
+            for (int a = 0; a < KD; ++a) {
+                const int od = z + p.pd - a * p.dd;
+                if (od < 0 || od >= static_cast<int>(p.od)) continue;
+#pragma unroll
+                for (int b = 0; b < KH; ++b) {
+                    const int oh = y + p.ph - b * p.dh;
+                    if (oh < 0 || oh >= static_cast<int>(p.oh)) continue;
+                    const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
+                    float v[WIN];
+#pragma unroll
+                    for (int q = 0; q < WIN; ++q) {
+                        const int ow = x0 + p.pw + (q - (KW - 1)) * dw;
+                        v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : 0.0f;
+                    }
+#pragma unroll
+                    for (int e = 0; e < KW; ++e) {
+                        const int tap = (a * KH + b) * KW + e;
+                        const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+#pragma unroll
+                        for (int j = 0; j < TX; ++j) acc[j] += f * v[j - e + KW - 1];
+                    }
+                }
+            }
+        }
+        const unsigned base = i / per_row * p.w;
+#pragma unroll
+        for (int j = 0; j < TX; ++j) {
+            const int x = x0 + j * dw;
+            if (x < static_cast<int>(p.w)) {
+                float r = p.alpha * acc[j];
+                if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
+                store(dx + base + x, r);
+            }
+        }
+    }
+}
+
+#define ROWS(NAME, T, KD, KH, KW)                                                      \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_s1_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                                  \
+    }
+
+#define ENTRIES(SUFFIX, T)                                                              \
+    ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                         \
+    ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
+    ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
+    ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)
+
+ENTRIES(f32, float)
+ENTRIES(f16, Half)
+ENTRIES(bf16, BFloat)
