@@ -40,6 +40,13 @@ pub struct CudnnContext {
     /// Whether the default choice runs a problem through its NHWC twin, and the twin
     /// (see `bwd_data::transposed`).
     pub(crate) twins: std::cell::RefCell<BoundedCache<ProblemKey, Option<std::rc::Rc<Twin>>>>,
+    /// Whether the default choice runs a problem with the depthwise kernel of our own, and
+    /// how (see `bwd_data::direct`).
+    pub(crate) directs: std::cell::RefCell<
+        BoundedCache<ProblemKey, Option<std::rc::Rc<crate::bwd_data::direct::Direct>>>,
+    >,
+    /// That kernel's module on this context's device, loaded on first use.
+    pub(crate) kernels: std::cell::RefCell<crate::bwd_data::direct::Module>,
     /// Repeated calls captured as CUDA graphs (see `replay`).
     pub(crate) graphs: std::cell::RefCell<GraphCache<ProblemKey>>,
     /// Graph-API operation graphs, plans and the engine choices (see `bwd_data::graph`).
@@ -172,6 +179,8 @@ impl CudnnContext {
             workspace_sizes: std::cell::RefCell::new(BoundedCache::default()),
             heuristics: std::cell::RefCell::new(BoundedCache::default()),
             twins: std::cell::RefCell::new(BoundedCache::default()),
+            directs: std::cell::RefCell::new(BoundedCache::default()),
+            kernels: std::cell::RefCell::default(),
             graphs: std::cell::RefCell::new(GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),
             benchmark: std::cell::Cell::new(false),

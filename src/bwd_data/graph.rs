@@ -722,18 +722,28 @@ pub(crate) struct EngineCache {
 }
 
 /// A default-choice call (alpha 1, beta 0) resolved once: the plan the addresses'
-/// alignment and the workspace led to, and what a later call of the problem must match to
-/// run that plan again without resolving or validating anything.
+/// alignment and the workspace led to (or the depthwise kernel of our own), and what a
+/// later call of the problem must match to run that again without resolving or
+/// validating anything.
 pub(crate) struct Resolved {
-    /// Kept alive with its plan.
-    pub(crate) _graph: std::rc::Rc<OpGraph>,
-    pub(crate) plan: std::rc::Rc<Plan>,
+    pub(crate) runs: Runs,
     /// The workspace bytes the call had (0: none); the plan needs at most these.
     pub(crate) workspace: usize,
     /// The alignment of the addresses the plan was built for (see [`alignment`]).
     pub(crate) align: i64,
     /// The call's key for CUDA-graph replay: the problem with the plan's configuration.
     pub(crate) replay: ProblemKey,
+}
+
+/// What a resolved call runs.
+pub(crate) enum Runs {
+    /// A graph-API plan, its graph kept alive with it.
+    Plan {
+        _graph: std::rc::Rc<OpGraph>,
+        plan: std::rc::Rc<Plan>,
+    },
+    /// The depthwise kernel of our own (see `direct.rs`): no workspace, any alignment.
+    Direct(std::rc::Rc<super::direct::Direct>),
 }
 
 /// A settled plan, its graph (kept alive) and the workspace bytes the call had.

@@ -8,13 +8,17 @@
 //! - `policy.rs`: the default choice (`DefaultAlgo`), measured tier and saved caches;
 //! - `twin.rs`, `transposed.rs`: depthwise NCHW problems (f32; large strided f16/bf16)
 //!   run through their NHWC twin by the default choice;
+//! - `direct.rs`, `kernel.rs`: depthwise NCHW problems at stride 1 run by a kernel of
+//!   our own (`src/kernels/`) by the default choice;
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls, and the
 //!   default choice's calls resolved once per problem).
 
+pub(crate) mod direct;
 mod engine;
 pub mod graph;
+mod kernel;
 mod legacy;
 mod policy;
 pub mod support;
@@ -63,6 +67,9 @@ impl CudnnContext {
         math: MathType,
     ) -> Result<Option<usize>> {
         if route == Route::Default {
+            if self.direct(&p).is_some() {
+                return Ok(None);
+            }
             if let Some(twin) = self.twin(&p, math) {
                 return Ok(Some(self.twin_workspace(&p, &twin, math)?));
             }
@@ -176,6 +183,21 @@ impl CudnnContext {
                         return Ok(());
                     }
                 }
+                if let Some(direct) = self.direct(&p) {
+                    if let Some(key) = &key {
+                        // Later calls of the problem find it in one lookup.
+                        let resolved = graph::Resolved {
+                            runs: graph::Runs::Direct(std::rc::Rc::clone(&direct)),
+                            workspace: 0,
+                            align: 0,
+                            replay: *key,
+                        };
+                        let resolved = std::rc::Rc::new(resolved);
+                        self.engines.borrow_mut().resolved.insert(*key, resolved);
+                    }
+                    // SAFETY: forwarded from this function's contract.
+                    return unsafe { self.execute_direct(alpha, &direct, &ptrs, beta) };
+                }
                 if let Some(twin) = self.twin(&p, math) {
                     // SAFETY: forwarded from this function's contract.
                     return unsafe { self.execute_twin(alpha, p, &twin, math, ptrs, beta) };
@@ -283,9 +305,11 @@ impl CudnnContext {
         let graph = self.engine_graph(p, 1.0, 0.0, align)?;
         let plan = self.default_plan(p, config, math, 1.0, 0.0, align, workspace)?;
         let resolved = graph::Resolved {
-            _graph: graph,
             replay: ProblemKey::new(p, Route::Engine(Some(plan.config)), math),
-            plan,
+            runs: graph::Runs::Plan {
+                _graph: graph,
+                plan,
+            },
             workspace,
             align,
         };
@@ -314,6 +338,15 @@ impl CudnnContext {
         r: &graph::Resolved,
         ptrs: &RawPointers,
     ) -> Result<bool> {
+        let plan = match &r.runs {
+            graph::Runs::Direct(direct) => {
+                // SAFETY: `direct` is the problem's plan; the memory is this function's
+                // contract.
+                unsafe { self.execute_direct(1.0, direct, ptrs, 0.0) }?;
+                return Ok(true);
+            }
+            graph::Runs::Plan { plan, .. } => plan,
+        };
         if graph::alignment(ptrs) != r.align || ptrs.workspace.1 != r.workspace {
             return Ok(false);
         }
@@ -322,7 +355,7 @@ impl CudnnContext {
         let call = || {
             // SAFETY: the plan was built for this problem, scalars and alignment; the
             // memory is this function's contract.
-            unsafe { graph::execute(lib, handle, &r.plan, ptrs) }
+            unsafe { graph::execute(lib, handle, plan, ptrs) }
                 .unwrap_or(crate::error::CudnnError::InternalError.code())
         };
         if crate::replay::enabled()
@@ -338,7 +371,7 @@ impl CudnnContext {
                 e,
                 format!(
                     "running graph-API {} for {}",
-                    r.plan.config,
+                    plan.config,
                     r.replay.to_text()
                 ),
             )),

@@ -150,8 +150,12 @@ impl CudnnContext {
     pub fn default_engine_raw(&self, p: RawProblem<'_>) -> Result<Engine> {
         p.validate(crate::convolution::AlgoKind::DefaultAlgo)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
-        // A problem run through its NHWC twin reports the twin's engine.
-        let twin = self.twin(&p, math);
+        // A problem run through its NHWC twin reports the twin's engine; one run by the
+        // depthwise kernel of our own, the engine cuDNN would run it with.
+        let twin = match self.direct(&p) {
+            Some(_) => None,
+            None => self.twin(&p, math),
+        };
         let p = twin.as_ref().map_or(p, |t| t.problem(p.conv));
         let config = self.default_config(&p, math)?;
         let measured = self

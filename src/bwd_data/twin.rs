@@ -13,7 +13,9 @@
 //! it converts dy to NHWC in the workspace (`cudnnTransformTensor`), runs the twin's
 //! default engine into an NHWC dx in the workspace, and converts that into the caller's
 //! dx, applying alpha and beta there. The filter needs no conversion: with one input
-//! channel per group, KCRS and KRSC are the same bytes.
+//! channel per group, KCRS and KRSC are the same bytes. Stride-1 problems of the
+//! depthwise kernel of our own (`direct.rs`) run with it instead: the default choice asks
+//! that first.
 
 use crate::convolution::{AlgoKind, RawConvolutionDescriptor};
 use crate::data_type::DType;

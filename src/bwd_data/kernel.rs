@@ -1,0 +1,105 @@
+//! Loading the depthwise kernel of our own (see `direct.rs` for which problems and why)
+//! and launching it.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+
+use super::direct::{Direct, Module, BLOCK};
+use crate::context::CudnnContext;
+use crate::error::Result;
+use crate::problem::{RawPointers, RawProblem};
+
+const PTX: &str = include_str!("../kernels/depthwise_dgrad.ptx");
+const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.cubin");
+const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
+
+impl CudnnContext {
+    /// The kernel's plan for `p`, if the default choice runs `p` with it (decided once
+    /// per problem; a device whose driver loads no image of the kernel runs nothing with
+    /// it).
+    pub(crate) fn direct(&self, p: &RawProblem<'_>) -> Option<std::rc::Rc<Direct>> {
+        let key = crate::problem::ProblemKey::new(
+            p,
+            crate::convolution::Route::Default,
+            crate::math_type::MathType::Default,
+        );
+        if let Some(d) = self.directs.borrow_mut().get(&key) {
+            return d.clone();
+        }
+        let d = Direct::of(p)
+            .and_then(|d| {
+                let function = self.kernel(&d.entry)?;
+                Some(Direct {
+                    function: Some(function),
+                    ..d
+                })
+            })
+            .map(std::rc::Rc::new);
+        self.directs.borrow_mut().insert(key, d.clone());
+        d
+    }
+
+    /// The entry point `name` of the kernel module (loading the module first if need be).
+    fn kernel(&self, name: &str) -> Option<CudaFunction> {
+        let mut module = self.kernels.borrow_mut();
+        if matches!(*module, Module::NotLoaded) {
+            *module = self
+                .load_kernels()
+                .map_or(Module::Unavailable, Module::Loaded);
+        }
+        match &*module {
+            Module::Loaded(m) => m.load_function(name).ok(),
+            _ => None,
+        }
+    }
+
+    /// The module for this device: its compute capability's cubin, else the PTX.
+    fn load_kernels(&self) -> Option<Arc<CudaModule>> {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
+        let major = self
+            .ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .ok();
+        let cubin = match major {
+            Some(8) => Some(SM_80),
+            Some(9) => Some(SM_90),
+            _ => None,
+        };
+        cubin
+            .and_then(|c| self.ctx.load_module(Ptx::from_binary(c.to_vec())).ok())
+            .or_else(|| self.ctx.load_module(Ptx::from_src(PTX)).ok())
+    }
+
+    /// Runs `p` with the kernel: `dx = alpha * dgrad + beta * dx` (no workspace).
+    ///
+    /// # Safety
+    /// As [`Self::backward_data_raw`]; the problem has been validated and `direct` is its
+    /// plan.
+    pub(crate) unsafe fn execute_direct(
+        &self,
+        alpha: f64,
+        direct: &Direct,
+        ptrs: &RawPointers,
+        beta: f64,
+    ) -> Result<()> {
+        let f = direct.function.as_ref().ok_or_else(|| {
+            crate::error::Error::Cuda(format!("the kernel {} is not loaded", direct.entry))
+        })?;
+        let params = direct.params.scaled(alpha, beta);
+        let cfg = LaunchConfig {
+            grid_dim: (direct.blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (w, dy, dx) = (ptrs.w, ptrs.dy, ptrs.dx);
+        let mut launch = self.stream.launch_builder(f);
+        launch.arg(&params).arg(&w).arg(&dy).arg(&dx);
+        // SAFETY: the entry point takes (Params, const T*, const T*, T*) with T the
+        // problem's data type (its name says which); the addresses hold the operands the
+        // plan was made for (this function's contract), and the grid covers `items`.
+        unsafe { launch.launch(cfg) }?;
+        Ok(())
+    }
+}
