@@ -1,0 +1,115 @@
+"""Probe (issue 14): cudnn_rs's default choice against PyTorch's default on NCHW
+depthwise layers: the families where the default lost (3-d depthwise at stride 1,
+dilated depthwise, two filters a channel) and others for comparison. Run it twice, with
+and without `CUDNN_RS_DIRECT=0`, to compare the depthwise kernel of our own
+(`src/kernels/depthwise_dgrad.cu`) with what cuDNN runs for the same problems. Prints
+times, the kernels each side ran, and both sides' errors against PyTorch in float64.
+
+Usage (GPU machine): [CUDNN_RS_DIRECT=0] python bench/direct_probe.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+from broad import Timer, set_torch_flags, torch_kernels
+from broad import torch_dgrad as dgrad
+from zoo import Conv
+
+import cudnn_rs as cd
+
+
+def dw(c, s, p, d, nd=2, k=3, m=1, hw=32, depth=8):
+    sp = (depth, hw, hw) if nd == 3 else (hw, hw)
+    ks = (k,) * nd
+    out = tuple((x + 2 * p - d * (k - 1) - 1) // s + 1 for x in sp)
+    return Conv(
+        (c, *sp), (c * m, 1, *ks), (c * m, *out), (s,) * nd, (p,) * nd, (d,) * nd, c
+    )
+
+
+ROWS = [
+    (dw(672, 1, 4, 2, k=5), 16, "lraspp 5x5 d2"),
+    (dw(960, 1, 4, 2, k=5), 16, "lraspp 5x5 d2 960"),
+    (dw(256, 1, 2, 2, hw=28), 32, "3x3 d2"),
+    (dw(256, 1, 4, 4, hw=28), 32, "3x3 d4"),
+    (dw(96, 1, 1, 1, nd=3, hw=14), 4, "mvit 3d s1 14"),
+    (dw(96, 1, 1, 1, nd=3, hw=56), 4, "mvit 3d s1 56"),
+    (dw(96, 2, 1, 1, nd=3, hw=56), 4, "3d s2"),
+    (dw(192, 1, 1, 1, nd=3, hw=28, depth=16), 8, "x3d-like 3d s1"),
+    (dw(256, 1, 1, 1, hw=28), 32, "3x3 s1"),
+    (dw(256, 2, 1, 1, hw=56), 32, "3x3 s2"),
+    (dw(384, 1, 3, 1, k=7, hw=14), 32, "7x7 s1"),
+    (dw(64, 1, 1, 1, hw=56, m=2), 8, "3x3 mult2"),
+    (dw(96, 1, 1, 1, hw=56), 1, "3x3 s1 N1"),
+    (dw(96, 1, 1, 1, hw=56), 4, "3x3 s1 N4"),
+    (dw(96, 1, 1, 1, hw=56), 8, "3x3 s1 N8"),
+    (dw(32, 1, 1, 1, hw=112), 2, "3x3 s1 112"),
+    (dw(144, 1, 2, 1, k=5, hw=28), 8, "5x5 s1"),
+]
+DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
+
+
+def host(timer: Timer) -> None:
+    """Host time per call of the one-call API on a tiny depthwise problem (1x8x8x8, 3x3,
+    so that the GPU waits on the host): wall time of 2000 calls, best of five."""
+    import time
+
+    c = dw(8, 1, 1, 1, hw=8)
+    for name, dt in DTYPES:
+        w = torch.randn(c.w, device="cuda", dtype=dt)
+        dy = torch.randn((1, *c.out), device="cuda", dtype=dt)
+        args = ((1, *c.x), w, dy, c.stride, c.padding, c.dilation, c.groups)
+        best = float("inf")
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                cd.conv_input_grad(*args)
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / 2000 * 1e6)
+        kernels = torch_kernels(lambda args=args: cd.conv_input_grad(*args), timer)
+        print(f"host: tiny 3x3 depthwise {name:5} {best:.2f} us a call  {kernels[:60]}")
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("no CUDA device", file=sys.stderr)
+        return 2
+    direct = os.environ.get("CUDNN_RS_DIRECT", "1") != "0"
+    print(f"depthwise kernel {'on' if direct else 'off (CUDNN_RS_DIRECT=0)'}")
+    timer = Timer("cuda", 20, 5, warmup=3)
+    host(timer)
+    for c, n, label in ROWS:
+        for name, dt in DTYPES:
+            set_torch_flags(tf32=False, benchmark=False)
+            w = torch.randn(c.w, device="cuda", dtype=dt)
+            dy = torch.randn((n, *c.out), device="cuda", dtype=dt)
+            x = torch.empty((n, *c.x), device="cuda", dtype=dt)
+            ref = dgrad(dy.double(), x.double(), w.double(), c)
+            shape = tuple(x.shape)
+            args = (c.stride, c.padding, c.dilation, c.groups)
+
+            def theirs(dy=dy, x=x, w=w, c=c):
+                return dgrad(dy, x, w, c)
+
+            def ours(w=w, dy=dy, shape=shape, args=args):
+                return cd.conv_input_grad(shape, w, dy, *args)
+
+            def err(f, ref=ref):
+                return ((f().double() - ref).norm() / ref.norm()).item()
+
+            tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
+            print(
+                f"{label:18} N={n:3} {name:5} torch {tt:.4f} ours {to:.4f} "
+                f"ours/torch {to / tt:.2f} err ours {err(ours):.1e} "
+                f"torch {err(theirs):.1e}  {torch_kernels(ours, timer)[:60]}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

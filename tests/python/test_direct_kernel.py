@@ -1,0 +1,197 @@
+"""The depthwise kernel of our own (``src/kernels/depthwise_dgrad.cu``), which the default
+choice runs for NCHW depthwise problems at stride 1 (``src/bwd_data/direct.rs``): its
+results against PyTorch in float64 on fresh random inputs, with dx poisoned (beta 0) or
+accumulated into (beta != 0), and that the default choice does run it.
+
+GPU tests: they skip, saying why, where no GPU is usable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cudnn_rs as cd
+
+
+@dataclass(frozen=True)
+class Layer:
+    x: tuple[int, ...]  # dx: N, C, spatial
+    k: tuple[int, ...]  # filter extent
+    pad: int
+    dil: int = 1
+    multiplier: int = 1
+    convolution: bool = False  # mode Convolution (flipped filter)
+
+    @property
+    def w(self) -> tuple[int, ...]:
+        return (self.x[1] * self.multiplier, 1, *self.k)
+
+    @property
+    def dy(self) -> tuple[int, ...]:
+        sp = [
+            x + 2 * self.pad - self.dil * (k - 1)
+            for x, k in zip(self.x[2:], self.k, strict=True)
+        ]
+        return (self.x[0], self.x[1] * self.multiplier, *sp)
+
+
+LAYERS = {
+    "3x3": Layer((2, 16, 9, 13), (3, 3), 1),
+    "3x3_pad0": Layer((2, 8, 7, 6), (3, 3), 0),
+    "3x3_pad2": Layer((1, 8, 6, 11), (3, 3), 2),
+    "5x5_d2": Layer((2, 12, 17, 19), (5, 5), 4, dil=2),
+    "3x3_d4_m2": Layer((2, 6, 15, 21), (3, 3), 4, dil=4, multiplier=2),
+    "7x7_conv_mode": Layer((1, 8, 10, 23), (7, 7), 3, convolution=True),
+    "3x3x3": Layer((2, 8, 5, 7, 9), (3, 3, 3), 1),
+    "3x3x3_d2_m2": Layer((1, 4, 6, 9, 10), (3, 3, 3), 2, dil=2, multiplier=2),
+}
+TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
+
+
+def _reference(torch: Any, layer: Layer, w: Any, dy: Any) -> Any:
+    # PyTorch computes cross-correlation: a convolution-mode layer is its flipped filter.
+    w64 = w.double()
+    nd = len(layer.k)
+    if layer.convolution:
+        w64 = w64.flip(list(range(2, 2 + nd)))
+    grad = torch.nn.grad.conv3d_input if nd == 3 else torch.nn.grad.conv2d_input
+    return grad(
+        layer.x,
+        w64,
+        dy.double(),
+        padding=layer.pad,
+        dilation=layer.dil,
+        groups=layer.x[1],
+    )
+
+
+def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
+    nd = len(layer.k)
+    mode = (
+        cd.ConvolutionMode.Convolution
+        if layer.convolution
+        else cd.ConvolutionMode.CrossCorrelation
+    )
+    return cd.ConvolutionDescriptor(
+        padding=(layer.pad,) * nd,
+        dilation=(layer.dil,) * nd,
+        groups=layer.x[1],
+        mode=mode,
+        math_type=cd.MathType.Fma,
+    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(LAYERS))
+@pytest.mark.parametrize("scalars", [(1.0, 0.0), (0.5, 1.0)])
+def test_default_choice_on_stride_one_nchw_depthwise_layers(
+    gpu: cd.Handle, dtype: str, name: str, scalars: tuple[float, float]
+) -> None:
+    torch = pytest.importorskip("torch")
+    layer = LAYERS[name]
+    alpha, beta = scalars
+    gen = torch.Generator(device="cuda").manual_seed(hash((dtype, name)) % 2**31)
+    dt = getattr(torch, dtype)
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
+    if beta == 0.0:
+        dx = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
+    else:
+        dx = torch.randn(layer.x, device="cuda", dtype=dt, generator=gen)
+    before = dx.double().clone()
+    conv = _conv(layer)
+    ops = (
+        cd.Filter.from_dlpack(w, handle=h),
+        cd.Tensor.from_dlpack(dy, handle=h),
+        cd.Tensor.from_dlpack(dx, handle=h),
+    )
+    algo = cd.DefaultAlgo()
+    size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
+    assert not size, f"the kernel needs no workspace, the query said {size}"
+    h.convolution_backward_data(alpha, ops[0], ops[1], conv, algo, None, beta, ops[2])
+    expected = alpha * _reference(torch, layer, w, dy)
+    if beta != 0.0:
+        expected = expected + beta * before
+    err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+    assert err < TOL[dtype], f"{name} {dtype}: relative error {err}"
+    # The one-call API (alpha 1, beta 0): the same choice, the same values.
+    out = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
+    cd.conv_input_grad(
+        layer.x,
+        w,
+        dy,
+        1,
+        layer.pad,
+        layer.dil,
+        layer.x[1],
+        mode=conv.mode,
+        math=cd.MathType.Fma,
+        out=out,
+    )
+    plain = _reference(torch, layer, w, dy)
+    err = ((out.double() - plain).abs().max() / plain.abs().max()).item()
+    assert err < TOL[dtype], f"{name} {dtype} one-call: relative error {err}"
+
+
+def _kernels_run(torch: Any, f: Any) -> list[str]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        f()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+
+
+@pytest.mark.gpu
+def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
+    gpu: cd.Handle, tmp_path: Path
+) -> None:
+    # In this process the default runs the kernel; with CUDNN_RS_DIRECT=0 (read once per
+    # process, so in a fresh one) the same problem runs cuDNN, to the same values.
+    torch = pytest.importorskip("torch")
+    layer = LAYERS["5x5_d2"]
+    w = torch.randn(layer.w, device="cuda")
+    dy = torch.randn(layer.dy, device="cuda")
+    args = (1, layer.pad, layer.dil, layer.x[1])
+
+    def call() -> Any:
+        return cd.conv_input_grad(layer.x, w, dy, *args, math=cd.MathType.Fma)
+
+    names = _kernels_run(torch, call)
+    assert any(n.startswith("dw_dgrad_k155_s1_f32") for n in names), names
+    torch.save(w.cpu(), tmp_path / "w.pt")
+    torch.save(dy.cpu(), tmp_path / "dy.pt")
+    script = textwrap.dedent(
+        f"""
+        import torch, cudnn_rs as cd
+        from torch.profiler import ProfilerActivity, profile
+        w = torch.load({str(tmp_path / "w.pt")!r}).cuda()
+        dy = torch.load({str(tmp_path / "dy.pt")!r}).cuda()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            dx = cd.conv_input_grad({layer.x!r}, w, dy, *{args!r},
+                                    math=cd.MathType.Fma)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+        assert names and not any(n.startswith("dw_dgrad") for n in names), names
+        torch.save(dx.cpu(), {str(tmp_path / "dx.pt")!r})
+        """
+    )
+    env = {**os.environ, "CUDNN_RS_DIRECT": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    ref = call().cpu().double()
+    off = torch.load(tmp_path / "dx.pt").double()
+    err = ((off - ref).abs().max() / ref.abs().max()).item()
+    assert err < 1e-5, f"kernel and cuDNN differ: {err}"
