@@ -954,26 +954,51 @@ fn typed_finds_go_through_the_algorithm_cache_and_are_saved() {
 #[test]
 #[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
 fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
-    // A MobileNet-like depthwise layer, large enough for the default choice to run it
-    // through its NHWC twin (bwd_data/twin.rs): dx has 4 * 32 * 40 * 40 elements.
+    // A strided MobileNet-like depthwise layer, large enough for the default choice to run
+    // it through its NHWC twin (bwd_data/twin.rs): dx has 4 * 32 * 40 * 40 elements.
+    depthwise_f32_nchw_default(2, 3, 1, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn depthwise_f32_nchw_default_with_the_kernel_of_our_own_matches_the_reference() {
+    // Stride 1: the default choice runs the depthwise kernel of our own (bwd_data/
+    // direct.rs), a 3x3 layer and LR-ASPP's kind of 5x5 layer with dilation 2.
+    depthwise_f32_nchw_default(1, 3, 1, false);
+    depthwise_f32_nchw_default(1, 5, 2, false);
+}
+
+/// A depthwise f32 NCHW layer of 32 channels, dx 4 x 32 x 40 x 40, a `k` x `k` filter
+/// with dilation `dil` padded to keep the size (divided by `stride`), through the default
+/// choice with alpha and beta, against the reference; `twin`: the default choice runs it
+/// through its NHWC twin (which needs a workspace for both copies), else with the kernel
+/// of our own (no workspace).
+fn depthwise_f32_nchw_default(stride: usize, k: usize, dil: usize, twin: bool) {
     let ctx = context();
     let stream = ctx.stream().clone();
-    let mut rng = StdRng::seed_from_u64(29);
+    let mut rng = StdRng::seed_from_u64(29 + (stride * 100 + k * 10 + dil) as u64);
     let (n, c, hw) = (4usize, 32usize, 40usize);
-    let (w_shape, x_shape) = ([c, 1, 3, 3], [n, c, hw, hw]);
+    let pad = dil * (k - 1) / 2;
+    let out = (hw + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+    let (w_shape, x_shape, y_shape) = ([c, 1, k, k], [n, c, hw, hw], [n, c, out, out]);
     let len = n * c * hw * hw;
-    let w_h: Vec<f32> = (0..c * 9).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let dy_h: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let w_h: Vec<f32> = (0..c * k * k)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let dy_h: Vec<f32> = (0..n * c * out * out)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     let dx0: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let (pad_i, stride_i, dil_i) = (pad as i64, stride as i64, dil as i64);
     let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
+        &[pad_i, pad_i],
+        &[stride_i, stride_i],
+        &[dil_i, dil_i],
         c as i64,
         ConvolutionMode::CrossCorrelation,
     )
     .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &x_shape, &x_shape, &params).unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
     let (alpha, beta) = (1.5f32, 0.5f32);
     let mut want = dx0.clone();
     convolution_backward_data_naive(
@@ -988,14 +1013,15 @@ fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
         &mut want,
     )
     .unwrap();
-    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [32, 1, 3, 3], NCHW).unwrap();
-    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [4, 32, 40, 40], NCHW).unwrap();
+    let dims = |s: [usize; 4]| s.map(|v| v as i32);
+    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
+    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), dims(y_shape), NCHW).unwrap();
     let mut dx =
-        Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dx0), [4, 32, 40, 40], NCHW).unwrap();
+        Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dx0), dims(x_shape), NCHW).unwrap();
     let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [1, 1],
-        [1, 1],
-        [1, 1],
+        [pad as i32; 2],
+        [stride as i32; 2],
+        [dil as i32; 2],
         32,
         ConvolutionMode::CrossCorrelation,
         MathType::Fma,
@@ -1011,36 +1037,41 @@ fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
         )
         .unwrap()
         .unwrap_or(0);
-    // The twin needs room for NHWC copies of dy and dx.
-    assert!(
-        size >= 2 * len * 4,
-        "workspace {size} bytes cannot hold both NHWC copies"
-    );
-    // Too small a workspace is refused before anything is written.
-    let mut small = stream.alloc_zeros::<u8>(len * 4).unwrap();
-    let refused = ctx.convolution_backward_data(
-        alpha,
-        &w,
-        &dy,
-        &conv,
-        &DefaultAlgo,
-        Some(&mut small),
-        beta,
-        &mut dx,
-    );
-    assert!(
-        refused.is_err(),
-        "a workspace of {} bytes was accepted",
-        len * 4
-    );
-    assert_eq!(
-        stream.clone_dtoh(dx.data()).unwrap(),
-        dx0,
-        "dx written by a refused call"
-    );
-    let mut ws = Some(stream.alloc_zeros::<u8>(size.max(1)).unwrap());
+    if twin {
+        // The twin needs room for NHWC copies of dy and dx.
+        assert!(
+            size >= (dy_h.len() + len) * 4,
+            "workspace {size} bytes cannot hold both NHWC copies"
+        );
+        // Too small a workspace is refused before anything is written.
+        let mut small = stream.alloc_zeros::<u8>(len * 4).unwrap();
+        let refused = ctx.convolution_backward_data(
+            alpha,
+            &w,
+            &dy,
+            &conv,
+            &DefaultAlgo,
+            Some(&mut small),
+            beta,
+            &mut dx,
+        );
+        assert!(
+            refused.is_err(),
+            "a workspace of {} bytes was accepted",
+            len * 4
+        );
+        assert_eq!(
+            stream.clone_dtoh(dx.data()).unwrap(),
+            dx0,
+            "dx written by a refused call"
+        );
+    } else {
+        assert_eq!(size, 0, "the kernel of our own needs no workspace");
+    }
+    let mut ws = (size > 0).then(|| stream.alloc_zeros::<u8>(size).unwrap());
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    // Several calls from the same dx0 (the repeats are replayed as a CUDA graph).
+    // Several calls from the same dx0 (the repeats are replayed as a CUDA graph, or, with
+    // the kernel, found in one lookup).
     for i in 0..4 {
         stream.memcpy_htod(&dx0, dx.data_mut()).unwrap();
         ctx.convolution_backward_data(
@@ -1061,6 +1092,45 @@ fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
             .map(|(g, r)| (g - r).abs())
             .fold(0.0f32, f32::max)
             / scale;
-        assert!(err < 1e-5, "call {i}: relative error {err}");
+        assert!(
+            err < 1e-5,
+            "stride {stride} k {k} dil {dil} call {i}: relative error {err}"
+        );
+    }
+    // The common call (alpha 1, beta 0) on a poisoned dx, twice: the second runs what
+    // the first resolved to.
+    let mut plain = vec![0.0f32; len];
+    convolution_backward_data_naive(
+        &geo,
+        Format::Nchw,
+        Format::Nchw,
+        Format::Nchw,
+        1.0,
+        &w_h,
+        &dy_h,
+        0.0,
+        &mut plain,
+    )
+    .unwrap();
+    let scale = plain.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    for i in 0..2 {
+        stream
+            .memcpy_htod(&vec![f32::NAN; len], dx.data_mut())
+            .unwrap();
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DefaultAlgo, ws.as_mut(), 0.0, &mut dx)
+            .unwrap();
+        let got = stream.clone_dtoh(dx.data()).unwrap();
+        // f32::max passes over a NaN: a poisoned value left in dx shows here.
+        assert!(got.iter().all(|v| v.is_finite()), "plain call {i} left NaN");
+        let err = got
+            .iter()
+            .zip(&plain)
+            .map(|(g, r)| (g - r).abs())
+            .fold(0.0f32, f32::max)
+            / scale;
+        assert!(
+            err < 1e-5,
+            "stride {stride} k {k} dil {dil} plain call {i}: relative error {err}"
+        );
     }
 }
