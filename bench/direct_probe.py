@@ -5,7 +5,10 @@ and without `CUDNN_RS_DIRECT=0`, to compare the depthwise kernel of our own
 (`src/kernels/depthwise_dgrad.cu`) with what cuDNN runs for the same problems. Prints
 times, the kernels each side ran, and both sides' errors against PyTorch in float64.
 
-Usage (GPU machine): [CUDNN_RS_DIRECT=0] python bench/direct_probe.py
+`CUDNN_RS_DIRECT=all` runs every layer the kernel can run with it (the strided ones
+too), to compare it with cuDNN where the default does not take it.
+
+Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import cudnn_rs as cd
 
 
 def dw(c, s, p, d, nd=2, k=3, m=1, hw=32, depth=8):
+    """A depthwise layer; `s` an int (every dimension) or a tuple."""
     sp = (depth, hw, hw) if nd == 3 else (hw, hw)
     ks = (k,) * nd
-    out = tuple((x + 2 * p - d * (k - 1) - 1) // s + 1 for x in sp)
-    return Conv(
-        (c, *sp), (c * m, 1, *ks), (c * m, *out), (s,) * nd, (p,) * nd, (d,) * nd, c
+    st = s if isinstance(s, tuple) else (s,) * nd
+    out = tuple(
+        (x + 2 * p - d * (k - 1) - 1) // t + 1 for x, t in zip(sp, st, strict=True)
     )
+    return Conv((c, *sp), (c * m, 1, *ks), (c * m, *out), st, (p,) * nd, (d,) * nd, c)
 
 
 ROWS = [
@@ -38,6 +43,11 @@ ROWS = [
     (dw(96, 1, 1, 1, nd=3, hw=14), 4, "mvit 3d s1 14"),
     (dw(96, 1, 1, 1, nd=3, hw=56), 4, "mvit 3d s1 56"),
     (dw(96, 2, 1, 1, nd=3, hw=56), 4, "3d s2"),
+    (dw(96, (1, 2, 2), 1, 1, nd=3, hw=14), 4, "mvit 3d s122 14"),
+    (dw(96, (1, 2, 2), 1, 1, nd=3, hw=28), 4, "mvit 3d s122 28"),
+    (dw(96, (1, 2, 2), 1, 1, nd=3, hw=56), 4, "mvit 3d s122 56"),
+    (dw(192, 2, 2, 1, k=5, hw=28), 32, "5x5 s2"),
+    (dw(96, 2, 1, 1, hw=112), 8, "3x3 s2 112"),
     (dw(192, 1, 1, 1, nd=3, hw=28, depth=16), 8, "x3d-like 3d s1"),
     (dw(256, 1, 1, 1, hw=28), 32, "3x3 s1"),
     (dw(256, 2, 1, 1, hw=56), 32, "3x3 s2"),
@@ -78,8 +88,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
-    direct = os.environ.get("CUDNN_RS_DIRECT", "1") != "0"
-    print(f"depthwise kernel {'on' if direct else 'off (CUDNN_RS_DIRECT=0)'}")
+    print(f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')}")
     timer = Timer("cuda", 20, 5, warmup=3)
     host(timer)
     for c, n, label in ROWS:

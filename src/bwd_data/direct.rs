@@ -1,22 +1,26 @@
-//! Depthwise problems stored NCHW (2-d and 3-d) at stride 1, run by a kernel of our own
+//! Depthwise problems stored NCHW (2-d and 3-d) run by a kernel of our own
 //! (`src/kernels/depthwise_dgrad.cu`) instead of cuDNN: which problems and the kernel's
 //! arguments (loading and launching it is in `kernel.rs`).
 //!
 //! Why:
 //! on the H200 (`bench/direct_probe.py`) every cuDNN engine is slower than PyTorch's own
 //! depthwise kernels on dilated depthwise layers (DeepLabV3's and LR-ASPP's 5x5 dilation-2
-//! layers: the default 1.8-1.9x PyTorch's time) and on 3-d depthwise layers at stride 1
-//! (MViT's pooling, X3D's kind: 1.4-2.0x), and on depthwise layers with two filters per
-//! channel in f32 (4x). The kernel computes several outputs of a row per thread from
-//! values held in registers, and takes 0.33-0.54x PyTorch's time on those layers, and less
-//! than cuDNN's on the other stride-1 NCHW depthwise layers in f32. In half precision
-//! cuDNN's NCHW engines stay faster on large undilated 2-d layers with one filter per
-//! channel (3x3: 0.022 ms against 0.036 at 6.4 million dx elements), which keep them.
+//! layers: the default took 1.8-2.0x PyTorch's time) and on 3-d depthwise layers (MViT's
+//! pooling, X3D's kind: 1.4-2.0x at stride 1, up to 1.15x strided), and on depthwise
+//! layers with two filters per channel in f32 (3.4x). The kernel computes four outputs of
+//! a row per thread from values held in registers; it takes 0.33-0.58x PyTorch's time on
+//! those stride-1 layers and 0.38-0.79x on the strided 3-d ones, and less than cuDNN's on
+//! the other stride-1 NCHW depthwise layers in f32. Two kinds stay with cuDNN: 2-d strided
+//! layers (cuDNN's NHWC engines through the twin, `twin.rs`, are 1.4-2.5x faster than
+//! the kernel; it has no entry point for them), and half-precision undilated 2-d layers
+//! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx (3x3 at 6.4
+//! million: cuDNN's NCHW engine 0.022 ms, the kernel 0.037).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
 //! driver that loads none of them runs these problems through cuDNN as before, and so does
-//! every problem with `CUDNN_RS_DIRECT=0` in the environment.
+//! every problem with `CUDNN_RS_DIRECT=0` in the environment (`CUDNN_RS_DIRECT=all`: every
+//! problem the kernel runs, to measure it against cuDNN).
 
 use std::sync::{Arc, OnceLock};
 
@@ -58,6 +62,9 @@ pub(crate) struct Params {
     dd: i32,
     dh: i32,
     dw: i32,
+    sd: i32,
+    sh: i32,
+    sw: i32,
     flip: i32,
     alpha: f32,
     beta: f32,
@@ -95,6 +102,11 @@ impl Direct {
         if !qualifies(p) {
             return None;
         }
+        Self::plan(p)
+    }
+
+    /// The kernel's plan for a problem it runs ([`runs`]).
+    fn plan(p: &RawProblem<'_>) -> Option<Self> {
         let conv = p.conv.params();
         let (x, y, w) = (p.dx.shape(), p.dy.shape(), p.w.shape());
         // 2-d problems are 3-d ones of depth 1.
@@ -105,12 +117,16 @@ impl Direct {
         };
         let (xs, ys, ks) = (lift(&x[2..], 1), lift(&y[2..], 1), lift(&w[2..], 1));
         let (pad, dil) = (lift(&conv.padding, 0), lift(&conv.dilation, 1));
+        let stride = lift(&conv.stride, 1);
+        let strided = stride.iter().any(|&s| s > 1);
         let u = |v: usize| u32::try_from(v).ok();
         let i = |v: usize| i32::try_from(v).ok();
-        // Work items: per dx row, ceil(W / (TX dw)) spans of TX dw columns, dw threads each.
-        let spans = (xs[2] as u64).div_ceil(TX * dil[2] as u64);
+        // Work items: per dx row, ceil(W / (TX step)) spans of TX step columns, step
+        // threads each; the step is the width dilation at stride 1, else the width stride.
+        let step = if strided { stride[2] } else { dil[2] } as u64;
+        let spans = (xs[2] as u64).div_ceil(TX * step);
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
-        let items = rows.checked_mul(spans * dil[2] as u64)?;
+        let items = rows.checked_mul(spans * step)?;
         if items >= 1 << 31 {
             return None;
         }
@@ -130,6 +146,9 @@ impl Direct {
             dd: i(dil[0])?,
             dh: i(dil[1])?,
             dw: i(dil[2])?,
+            sd: i(stride[0])?,
+            sh: i(stride[1])?,
+            sw: i(stride[2])?,
             flip: i32::from(conv.mode == ConvolutionMode::Convolution),
             alpha: 1.0,
             beta: 0.0,
@@ -140,8 +159,9 @@ impl Direct {
             DType::F16 => "f16",
             _ => "bf16",
         };
+        let kind = if strided { "strided" } else { "s1" };
         Some(Direct {
-            entry: format!("dw_dgrad_k{}{}{}_s1_{dtype}", ks[0], ks[1], ks[2]),
+            entry: format!("dw_dgrad_k{}{}{}_{kind}_{dtype}", ks[0], ks[1], ks[2]),
             params,
             blocks: u32::try_from(items.div_ceil(u64::from(BLOCK))).ok()?,
             function: None,
@@ -149,17 +169,23 @@ impl Direct {
     }
 }
 
-/// Whether the default choice runs `p` with the kernel: every operand NCHW (NCDHW) in
-/// the same type (f32, f16 or bf16), f32 compute, a depthwise convolution (one input
-/// channel per group, groups = channels > 1) with one or two filters per channel, every
-/// stride 1, a 3x3, 5x5 or 7x7 filter (3x3x3 in 3-d), any padding and dilation, and each
-/// operand under 2^31 elements; not a half-precision undilated 2-d problem with one
-/// filter per channel and dx of at least [`HALF_CUDNN_ELEMENTS`] elements. Off with
-/// `CUDNN_RS_DIRECT=0`.
+/// Whether the default choice runs `p` with the kernel: the kernel runs it ([`runs`]) and
+/// it is faster there than what cuDNN runs ([`preferred`]). `CUDNN_RS_DIRECT=0` in the
+/// environment: never; `CUDNN_RS_DIRECT=all`: whenever the kernel runs it (to measure).
 pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
-    if !enabled() {
-        return false;
+    match mode() {
+        Mode::Off => false,
+        Mode::Default => runs(p) && preferred(p),
+        Mode::All => runs(p),
     }
+}
+
+/// Whether the kernel runs `p`: every operand NCHW (NCDHW) in the same type (f32, f16 or
+/// bf16), f32 compute, a depthwise convolution (one input channel per group, groups =
+/// channels > 1) with one or two filters per channel, any padding, each operand under
+/// 2^31 elements, and either every stride 1, any dilation and a 3x3, 5x5 or 7x7 filter
+/// (3x3x3 in 3-d), or a 3x3x3 filter, any stride and width dilation 1.
+pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
     let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == DType::F32;
     let typed = matches!(data, DType::F32 | DType::F16 | DType::BF16);
@@ -174,23 +200,53 @@ pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
     let filters = depthwise
         && (1..=MAX_MULTIPLIER).contains(&multiplier)
         && w.first() == Some(&(channels * multiplier));
-    let kernel = matches!(&w[2.min(w.len())..], [3, 3] | [5, 5] | [7, 7] | [3, 3, 3]);
+    let extent = &w[2.min(w.len())..];
     let stride1 = conv.stride.iter().all(|&s| s == 1);
+    let kernel = if stride1 {
+        matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
+    } else {
+        extent == [3, 3, 3] && conv.dilation.last() == Some(&1)
+    };
     let small = [p.w.len(), p.dy.len(), p.dx.len()]
         .iter()
         .all(|&n| n < 1 << 31);
-    let cudnn_half = data != DType::F32
+    same && typed && nchw && filters && kernel && small
+}
+
+/// Whether the kernel is the faster choice for a problem it runs (measured on the H200,
+/// see the module documentation): every one but a half-precision undilated 2-d layer with
+/// one filter per channel and dx of at least [`HALF_CUDNN_ELEMENTS`] elements.
+fn preferred(p: &RawProblem<'_>) -> bool {
+    let conv = p.conv.params();
+    let channels = p.dx.shape().get(1).copied().unwrap_or(1).max(1);
+    let multiplier = p.w.shape().first().copied().unwrap_or(0) / channels;
+    let cudnn_half = p.dx.dtype() != DType::F32
         && p.conv.spatial_dims() == 2
         && conv.dilation.iter().all(|&d| d == 1)
         && multiplier == 1
         && p.dx.len() >= HALF_CUDNN_ELEMENTS;
-    same && typed && nchw && filters && kernel && stride1 && small && !cudnn_half
+    !cudnn_half
 }
 
-/// `false` when `CUDNN_RS_DIRECT=0` is set (read once).
-fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUDNN_RS_DIRECT").map_or(true, |v| v != "0"))
+/// What `CUDNN_RS_DIRECT` asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `0`: the kernel runs nothing.
+    Off,
+    /// Unset (or anything else): the problems [`preferred`] names.
+    Default,
+    /// `all`: every problem it runs (for measuring it against cuDNN).
+    All,
+}
+
+/// `CUDNN_RS_DIRECT`, read once.
+fn mode() -> Mode {
+    static MODE: OnceLock<Mode> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("CUDNN_RS_DIRECT").as_deref() {
+        Ok("0") => Mode::Off,
+        Ok("all") => Mode::All,
+        _ => Mode::Default,
+    })
 }
 
 /// The kernel module of a context, loaded on first use.
@@ -388,5 +444,29 @@ mod tests {
         assert_eq!(plan.entry, "dw_dgrad_k333_s1_f32");
         assert_eq!((plan.params.m, plan.params.flip), (2, 0));
         assert_eq!(plan.params.items, 4 * 3 * 5 * 2);
+    }
+
+    #[test]
+    fn strided_3d_problems_take_it_with_the_width_stride_as_the_step() {
+        // A 3x3x3 layer of stride 2, dx 8 x 14 x 15.
+        let case = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
+            c.stride = 2;
+            c.dtype = DType::F16;
+        });
+        let plan = case.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_k333_strided_f16");
+        let q = plan.params;
+        assert_eq!((q.sd, q.sh, q.sw), (2, 2, 2));
+        assert_eq!((q.od, q.oh, q.ow), (4, 7, 8));
+        // Per row, 15 columns in spans of 4 * 2 = 8: two spans, two threads each.
+        assert_eq!(q.items, 2 * 6 * 8 * 14 * 2 * 2);
+        // Strided with a width dilation, or 2-d: the kernel does not run it.
+        let dilated = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
+            c.stride = 2;
+            c.dil = 2;
+        });
+        assert!(dilated.plan().is_none(), "strided and dilated");
+        let flat = Case::depthwise(&[2, 6, 14, 15], &[3, 3]).with(|c| c.stride = 2);
+        assert!(flat.plan().is_none(), "2-d strided");
     }
 }

@@ -8,8 +8,8 @@
 //! - `policy.rs`: the default choice (`DefaultAlgo`), measured tier and saved caches;
 //! - `twin.rs`, `transposed.rs`: depthwise NCHW problems (f32; large strided f16/bf16)
 //!   run through their NHWC twin by the default choice;
-//! - `direct.rs`, `kernel.rs`: depthwise NCHW problems at stride 1 run by a kernel of
-//!   our own (`src/kernels/`) by the default choice;
+//! - `direct.rs`, `kernel.rs`: depthwise NCHW problems (2-d at stride 1, 3-d) run by a
+//!   kernel of our own (`src/kernels/`) by the default choice;
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls, and the

@@ -1,14 +1,18 @@
-// Backward data of a depthwise convolution at stride 1 (one input channel per group,
-// groups = C, K = C * M filters), NCHW / NCDHW packed operands; 2-d problems run with
+// Backward data of a depthwise convolution (one input channel per group, groups = C,
+// K = C * M filters), NCHW / NCDHW packed operands; 2-d problems run with
 // D = OD = KD = 1:
 //
 //   dx[n, c, z, y, x] = alpha * sum_{m, a, b, e} w[c*M + m, 0, a', b', e']
-//                         * dy[n, c*M + m, z + pd - a dd, y + ph - b dh, x + pw - e dw]
+//                         * dy[n, c*M + m, (z + pd - a dd) / sd, (y + ph - b dh) / sh,
+//                              (x + pw - e dw) / sw]
 //                       + beta * dx[n, c, z, y, x]
 //
-// over the taps whose dy index is inside dy; the tap (a', b', e') is (a, b, e) in
-// cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is read
-// only when beta != 0. Entry points: dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16>.
+// over the taps whose dy index is whole and inside dy; the tap (a', b', e') is (a, b, e)
+// in cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is
+// read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
+// dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
+// 333) and dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, any stride, width dilation 1; 2-d
+// strided layers of this kind ran slower than cuDNN's NHWC engines, so have none).
 //
 // scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
 // which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
@@ -22,9 +26,11 @@ struct Params {
     unsigned od, oh, ow;     // dy spatial extent
     int pd, ph, pw;          // padding
     int dd, dh, dw;          // dilation
+    int sd, sh, sw;          // stride (the strided entry points)
     int flip;                // 1 in convolution mode
     float alpha, beta;
-    unsigned items;          // threads' work items: n * c * d * h * ceil(w / (TX dw)) * dw
+    unsigned items;          // work items: n c d h ceil(w / (TX step)) step, step = dw (stride 1)
+                             // or sw (strided)
 };
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
@@ -142,17 +148,100 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
     }
 }
 
+// Any stride, width dilation 1: each work item computes TX outputs of a row, at x0,
+// x0 + sw, ..., x0 + (TX-1) sw. Output j meets tap e at dy column (x0 + pw - e) / sw + j
+// when sw divides x0 + pw - e, the same for every j: a tap that meets one of the outputs
+// meets all TX, at TX consecutive dy values, and its weight is read once for them. A row
+// is cut into ceil(W / (TX sw)) spans of TX sw columns, each spread over sw threads.
+template <typename T, int KD, int KH, int KW, int TX>
+__device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __restrict__ w,
+                                                   const T* __restrict__ dy,
+                                                   T* __restrict__ dx) {
+    constexpr int TAPS = KD * KH * KW;
+    const int sw = p.sw;
+    const unsigned spans = (p.w + TX * sw - 1) / (TX * sw);
+    const unsigned per_row = spans * static_cast<unsigned>(sw);
+    const unsigned plane = p.oh * p.ow;
+    const unsigned volume = p.od * plane;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
+         i += blockDim.x * gridDim.x) {
+        unsigned t = i;
+        const unsigned g = t % per_row;
+        t /= per_row;
+        const int y = static_cast<int>(t % p.h);
+        t /= p.h;
+        const int z = static_cast<int>(t % p.d);
+        t /= p.d;
+        const unsigned c = t % p.c;
+        const unsigned n = t / p.c;
+        const int x0 = static_cast<int>(g / sw) * TX * sw + static_cast<int>(g % sw);
+        float acc[TX];
+#pragma unroll
+        for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
+        for (unsigned m = 0; m < p.m; ++m) {
+            const unsigned k = c * p.m + m;
+            const T* wk = w + k * TAPS;
+            const T* dyk = dy + (n * p.c * p.m + k) * volume;
+#pragma unroll
+            for (int a = 0; a < KD; ++a) {
+                const int zd = z + p.pd - a * p.dd;
+                if (zd < 0 || zd % p.sd != 0) continue;
+                const int od = zd / p.sd;
+                if (od >= static_cast<int>(p.od)) continue;
+#pragma unroll
+                for (int b = 0; b < KH; ++b) {
+                    const int yh = y + p.ph - b * p.dh;
+                    if (yh < 0 || yh % p.sh != 0) continue;
+                    const int oh = yh / p.sh;
+                    if (oh >= static_cast<int>(p.oh)) continue;
+                    const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
+#pragma unroll
+                    for (int e = 0; e < KW; ++e) {
+                        const int xw = x0 + p.pw - e;
+                        if (xw % sw != 0) continue;  // exact for negative xw too
+                        const int o = xw / sw;
+                        const int tap = (a * KH + b) * KW + e;
+                        const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+#pragma unroll
+                        for (int j = 0; j < TX; ++j) {
+                            const int ow = o + j;
+                            if (ow >= 0 && ow < static_cast<int>(p.ow)) acc[j] += f * load(row + ow);
+                        }
+                    }
+                }
+            }
+        }
+        const unsigned base = i / per_row * p.w;
+#pragma unroll
+        for (int j = 0; j < TX; ++j) {
+            const int x = x0 + j * sw;
+            if (x < static_cast<int>(p.w)) {
+                float r = p.alpha * acc[j];
+                if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
+                store(dx + base + x, r);
+            }
+        }
+    }
+}
+
 #define ROWS(NAME, T, KD, KH, KW)                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                  \
         NAME(Params p, const T* w, const T* dy, T* dx) {                               \
         dgrad_s1_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                                  \
     }
 
+#define STRIDED(NAME, T, KD, KH, KW)                                                   \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_strided_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                             \
+    }
+
 #define ENTRIES(SUFFIX, T)                                                              \
     ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                         \
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
     ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
-    ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)
+    ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                         \
+    STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)
 
 ENTRIES(f32, float)
 ENTRIES(f16, Half)

@@ -1,7 +1,11 @@
 """The depthwise kernel of our own (``src/kernels/depthwise_dgrad.cu``), which the default
 choice runs for NCHW depthwise problems at stride 1 (``src/bwd_data/direct.rs``): its
 results against PyTorch in float64 on fresh random inputs, with dx poisoned (beta 0) or
-accumulated into (beta != 0), and that the default choice does run it.
+accumulated into (beta != 0), and that the default choice does run it. The kernel runs
+stride-1 layers and strided 3-d ones (2-d strided ones here check cuDNN's paths the same
+way); with ``CUDNN_RS_DIRECT=all`` (a test below runs these tests again that way, in a
+fresh process) it also runs those the default leaves to cuDNN (large half-precision
+undilated ones), and the test checks that it ran.
 
 GPU tests: they skip, saying why, where no GPU is usable.
 """
@@ -29,16 +33,26 @@ class Layer:
     dil: int = 1
     multiplier: int = 1
     convolution: bool = False  # mode Convolution (flipped filter)
+    stride: tuple[int, ...] = (1, 1, 1)  # the last len(k) apply
 
     @property
     def w(self) -> tuple[int, ...]:
         return (self.x[1] * self.multiplier, 1, *self.k)
 
     @property
+    def kernel_runs(self) -> bool:
+        """Whether the kernel runs this layer (every stride 1, or 3-d)."""
+        return len(self.k) == 3 or all(s == 1 for s in self.strides)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self.stride[-len(self.k) :]
+
+    @property
     def dy(self) -> tuple[int, ...]:
         sp = [
-            x + 2 * self.pad - self.dil * (k - 1)
-            for x, k in zip(self.x[2:], self.k, strict=True)
+            (x + 2 * self.pad - self.dil * (k - 1) - 1) // s + 1
+            for x, k, s in zip(self.x[2:], self.k, self.strides, strict=True)
         ]
         return (self.x[0], self.x[1] * self.multiplier, *sp)
 
@@ -52,6 +66,13 @@ LAYERS = {
     "7x7_conv_mode": Layer((1, 8, 10, 23), (7, 7), 3, convolution=True),
     "3x3x3": Layer((2, 8, 5, 7, 9), (3, 3, 3), 1),
     "3x3x3_d2_m2": Layer((1, 4, 6, 9, 10), (3, 3, 3), 2, dil=2, multiplier=2),
+    "3x3_s2": Layer((2, 16, 9, 13), (3, 3), 1, stride=(2, 2)),
+    "5x5_s2_m2_conv_mode": Layer(
+        (1, 8, 12, 15), (5, 5), 2, multiplier=2, convolution=True, stride=(2, 2)
+    ),
+    "7x7_s3x2_pad0": Layer((2, 4, 17, 16), (7, 7), 0, stride=(3, 2)),
+    "3x3x3_s1x2x2": Layer((2, 8, 5, 9, 11), (3, 3, 3), 1, stride=(1, 2, 2)),
+    "3x3x3_s2_pad2": Layer((1, 4, 7, 9, 8), (3, 3, 3), 2, stride=(2, 2, 2)),
 }
 TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
 
@@ -67,6 +88,7 @@ def _reference(torch: Any, layer: Layer, w: Any, dy: Any) -> Any:
         layer.x,
         w64,
         dy.double(),
+        stride=layer.strides,
         padding=layer.pad,
         dilation=layer.dil,
         groups=layer.x[1],
@@ -82,6 +104,7 @@ def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
     )
     return cd.ConvolutionDescriptor(
         padding=(layer.pad,) * nd,
+        stride=layer.strides,
         dilation=(layer.dil,) * nd,
         groups=layer.x[1],
         mode=mode,
@@ -93,7 +116,7 @@ def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(LAYERS))
 @pytest.mark.parametrize("scalars", [(1.0, 0.0), (0.5, 1.0)])
-def test_default_choice_on_stride_one_nchw_depthwise_layers(
+def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     gpu: cd.Handle, dtype: str, name: str, scalars: tuple[float, float]
 ) -> None:
     torch = pytest.importorskip("torch")
@@ -130,7 +153,7 @@ def test_default_choice_on_stride_one_nchw_depthwise_layers(
         layer.x,
         w,
         dy,
-        1,
+        layer.strides,
         layer.pad,
         layer.dil,
         layer.x[1],
@@ -141,6 +164,42 @@ def test_default_choice_on_stride_one_nchw_depthwise_layers(
     plain = _reference(torch, layer, w, dy)
     err = ((out.double() - plain).abs().max() / plain.abs().max()).item()
     assert err < TOL[dtype], f"{name} {dtype} one-call: relative error {err}"
+    if os.environ.get("CUDNN_RS_DIRECT") == "all" and layer.kernel_runs:
+        ran = _kernels_run(
+            torch,
+            lambda: h.convolution_backward_data(
+                alpha, ops[0], ops[1], conv, algo, None, beta, ops[2]
+            ),
+        )
+        assert any(n.startswith("dw_dgrad") for n in ran), ran
+
+
+@pytest.mark.gpu
+def test_every_layer_runs_the_kernel_with_direct_all(gpu: cd.Handle) -> None:
+    # The tests above again in a fresh process with CUDNN_RS_DIRECT=all: every layer
+    # (the strided ones too) through the kernel, checked the same way.
+    if os.environ.get("CUDNN_RS_DIRECT") == "all":
+        pytest.skip("already running with CUDNN_RS_DIRECT=all")
+    pytest.importorskip("torch")
+    env = {**os.environ, "CUDNN_RS_DIRECT": "all"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            __file__,
+            "-k",
+            "default_choice_on_stride",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout, done.stdout[-500:]
 
 
 def _kernels_run(torch: Any, f: Any) -> list[str]:
