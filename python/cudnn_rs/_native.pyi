@@ -1058,7 +1058,9 @@ class Handle:
     ) -> Engine:
         """The engine ``DefaultAlgo()`` (and the one-call API) runs for these operands,
         chosen now if this handle has not yet (measuring, with ``benchmark=True``); the
-        CPU device answers with a stand-in (engine 0)."""
+        CPU device answers with a stand-in (engine 0). For NCHW depthwise operands the
+        default runs with the kernel of our own (see the README), the engine cuDNN would
+        run them with."""
     def last_find_report(self) -> tuple[int, int]:
         """``(timed, left_out)`` of the last engine measurement on this handle."""
     def last_find_timing(self) -> dict[str, float]:

@@ -18,7 +18,9 @@ const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
 impl CudnnContext {
     /// The kernel's plan for `p`, if the default choice runs `p` with it (decided once
     /// per problem; a device whose driver loads no image of the kernel runs nothing with
-    /// it).
+    /// it). The module is not loaded while the stream is being captured into a CUDA graph
+    /// (a module load there could end the caller's capture): such a call goes to cuDNN,
+    /// and the problem is decided again at its next call.
     pub(crate) fn direct(&self, p: &RawProblem<'_>) -> Option<std::rc::Rc<Direct>> {
         let key = crate::problem::ProblemKey::new(
             p,
@@ -28,15 +30,21 @@ impl CudnnContext {
         if let Some(d) = self.directs.borrow_mut().get(&key) {
             return d.clone();
         }
-        let d = Direct::of(p)
-            .and_then(|d| {
-                let function = self.kernel(&d.entry)?;
-                Some(Direct {
-                    function: Some(function),
-                    ..d
-                })
+        let Some(plan) = Direct::of(p) else {
+            self.directs.borrow_mut().insert(key, None);
+            return None;
+        };
+        if matches!(*self.kernels.borrow(), Module::NotLoaded)
+            && crate::replay::capturing(self.stream.cu_stream().cast())
+        {
+            return None;
+        }
+        let d = self.kernel(&plan.entry).map(|function| {
+            std::rc::Rc::new(Direct {
+                function: Some(function),
+                ..plan
             })
-            .map(std::rc::Rc::new);
+        });
         self.directs.borrow_mut().insert(key, d.clone());
         d
     }

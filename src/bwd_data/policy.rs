@@ -146,7 +146,9 @@ impl CudnnContext {
 
     /// The engine [`crate::DefaultAlgo`] runs for the problem (choosing it now if this
     /// context has not yet; with benchmarking on, that measures), with its workspace size
-    /// for aligned addresses and, when measured, its time.
+    /// for aligned addresses and, when measured, its time. For a problem the default runs
+    /// with the depthwise kernel of our own (`bwd_data/direct.rs`), the engine cuDNN would
+    /// run it with.
     pub fn default_engine_raw(&self, p: RawProblem<'_>) -> Result<Engine> {
         p.validate(crate::convolution::AlgoKind::DefaultAlgo)?;
         let math = p.conv.effective_math_type(p.dx.dtype());

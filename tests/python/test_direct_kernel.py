@@ -254,3 +254,42 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
     off = torch.load(tmp_path / "dx.pt").double()
     err = ((off - ref).abs().max() / ref.abs().max()).item()
     assert err < 1e-5, f"kernel and cuDNN differ: {err}"
+
+
+@pytest.mark.gpu
+def test_the_kernel_is_captured_into_a_torch_cuda_graph(gpu: cd.Handle) -> None:
+    # Warmed up outside (the module loads then), a call captured by PyTorch runs only
+    # when the graph is replayed, and reads dy anew each replay.
+    torch = pytest.importorskip("torch")
+    layer = LAYERS["3x3x3_s1x2x2"]
+    w = torch.randn(layer.w, device="cuda")
+    dy = torch.randn(layer.dy, device="cuda")
+    dx = torch.full(layer.x, float("nan"), device="cuda")
+    s = torch.cuda.Stream()
+    h = cd.Handle(stream=s)
+    conv = _conv(layer)
+    ops = (
+        cd.Filter.from_dlpack(w, handle=h),
+        cd.Tensor.from_dlpack(dy, handle=h),
+        cd.Tensor.from_dlpack(dx, handle=h),
+    )
+    algo = cd.DefaultAlgo()
+    for _ in range(2):
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2])
+    s.synchronize()
+    dx.fill_(float("nan"))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2])
+    torch.cuda.synchronize()
+    assert torch.isnan(dx).all().item(), "the captured call ran during capture"
+    for scale in (1.0, -2.0):
+        if scale != 1.0:
+            dy.mul_(scale)
+            dx.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = _reference(torch, layer, w, dy)
+        err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+        assert err < TOL["float32"], f"replay with dy x {scale}: relative error {err}"
