@@ -111,7 +111,7 @@ impl Direct {
         let (x, y, w) = (p.dx.shape(), p.dy.shape(), p.w.shape());
         // 2-d problems are 3-d ones of depth 1.
         let lift = |s: &[usize], fill: usize| -> Vec<usize> {
-            let mut v = vec![fill; 3 - s.len()];
+            let mut v = vec![fill; 3usize.saturating_sub(s.len())];
             v.extend_from_slice(s);
             v
         };
