@@ -107,7 +107,15 @@ impl CudnnContext {
         // SAFETY: the entry point takes (Params, const T*, const T*, T*) with T the
         // problem's data type (its name says which); the addresses hold the operands the
         // plan was made for (this function's contract), and the grid covers `items`.
-        unsafe { launch.launch(cfg) }?;
-        Ok(())
+        match unsafe { launch.launch(cfg) } {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match crate::error::Error::from(e) {
+                crate::error::Error::Cuda(msg) => crate::error::Error::Cuda(format!(
+                    "launching the depthwise kernel {}: {msg}",
+                    direct.entry
+                )),
+                other => other,
+            }),
+        }
     }
 }
