@@ -265,6 +265,7 @@ mod tests {
     use crate::convolution::{ConvParams, RawConvolutionDescriptor};
     use crate::math_type::MathType;
     use crate::tensor::{RawDescriptor, Role};
+    use std::mem::offset_of;
 
     /// A stride-`stride` problem with dx `x`, filter `w` (its spatial extent and
     /// dilation `dil` fix dy), padding `pad`, `groups`, all of `dtype` and `format`.
@@ -344,6 +345,59 @@ mod tests {
             assert_eq!(qualifies(&p), Direct::of(&p).is_some());
             Direct::of(&p)
         }
+    }
+
+    #[test]
+    fn params_mirror_the_kernel_sources_struct() {
+        // The kernel takes `Params` by value: the same fields, in the same order, each
+        // four bytes. The names in the source, in order, against this struct's.
+        let source = include_str!("../kernels/depthwise_dgrad.cu");
+        let body = source
+            .split("struct Params {")
+            .nth(1)
+            .and_then(|rest| rest.split("};").next())
+            .expect("struct Params in the kernel source");
+        let mut names = Vec::new();
+        for line in body.lines() {
+            let code = line.split("//").next().unwrap_or("").trim();
+            if let Some(fields) = code.strip_suffix(';') {
+                let fields = fields.split_once(' ').map_or("", |(_, f)| f);
+                names.extend(fields.split(',').map(|f| f.trim().to_string()));
+            }
+        }
+        let rust = [
+            "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
+            "sd", "sh", "sw", "flip", "alpha", "beta", "items",
+        ];
+        assert_eq!(names, rust);
+        // This struct's fields in that order, four bytes apart.
+        let offsets = [
+            offset_of!(Params, n),
+            offset_of!(Params, c),
+            offset_of!(Params, m),
+            offset_of!(Params, d),
+            offset_of!(Params, h),
+            offset_of!(Params, w),
+            offset_of!(Params, od),
+            offset_of!(Params, oh),
+            offset_of!(Params, ow),
+            offset_of!(Params, pd),
+            offset_of!(Params, ph),
+            offset_of!(Params, pw),
+            offset_of!(Params, dd),
+            offset_of!(Params, dh),
+            offset_of!(Params, dw),
+            offset_of!(Params, sd),
+            offset_of!(Params, sh),
+            offset_of!(Params, sw),
+            offset_of!(Params, flip),
+            offset_of!(Params, alpha),
+            offset_of!(Params, beta),
+            offset_of!(Params, items),
+        ];
+        let expected: Vec<usize> = (0..rust.len()).map(|i| 4 * i).collect();
+        assert_eq!(offsets.to_vec(), expected);
+        assert_eq!(std::mem::size_of::<Params>(), 4 * rust.len());
     }
 
     #[test]
