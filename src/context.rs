@@ -85,8 +85,10 @@ pub struct FindTiming {
 pub const DEFAULT_BENCHMARK_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 // SAFETY: cuDNN handles may move between threads; `CudnnContext` is not `Sync`, so no two
-// threads use the handle at once. The `Rc`s of the engine cache never leave the context
-// (a call clones one only for its own duration), so they move with it as a whole.
+// threads use the handle at once. The `Rc`s of the engine cache, the twins and the
+// depthwise kernel's plans never leave the context (a call clones one only for its own
+// duration), so they move with it as a whole; the kernel module (`Arc<CudaModule>`) and
+// its functions are `Send` and `Sync` in cudarc.
 unsafe impl Send for CudnnContext {}
 
 /// cuDNN handles given back by dropped contexts, for the next context on the same CUDA

@@ -42,6 +42,8 @@ const MAX_MULTIPLIER: usize = 2;
 /// channel that stays with cuDNN (see the module documentation): at 0.3 million elements
 /// the kernel took 0.005 ms against cuDNN's 0.008, at 6.4 million 0.036 against 0.022.
 const HALF_CUDNN_ELEMENTS: usize = 1 << 20;
+/// The bound on padding, dilation and stride (see [`runs`]).
+const MAX_GEOMETRY: usize = 1 << 16;
 
 /// The kernel's arguments, laid out as `Params` in the kernel source.
 #[repr(C)]
@@ -97,7 +99,8 @@ pub(crate) struct Direct {
 
 impl Direct {
     /// The kernel's plan for `p`, when the default choice runs `p` with it (see
-    /// [`qualifies`]).
+    /// [`qualifies`]; `None` also when a count does not fit the kernel's 32-bit
+    /// arguments).
     pub(crate) fn of(p: &RawProblem<'_>) -> Option<Self> {
         if !qualifies(p) {
             return None;
@@ -184,7 +187,10 @@ pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
 /// bf16), f32 compute, a depthwise convolution (one input channel per group, groups =
 /// channels > 1) with one or two filters per channel, any padding, each operand under
 /// 2^31 elements, and either every stride 1, any dilation and a 3x3, 5x5 or 7x7 filter
-/// (3x3x3 in 3-d), or a 3x3x3 filter, any stride and width dilation 1.
+/// (3x3x3 in 3-d), or a 3x3x3 filter, any stride and width dilation 1. Padding, dilation
+/// and stride under [`MAX_GEOMETRY`] (the kernel's index arithmetic is 32-bit), and the
+/// row step (width dilation, or width stride when strided) at most dx's width (a larger
+/// one would start threads with nothing to do).
 pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
     let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == DType::F32;
@@ -210,7 +216,16 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let small = [p.w.len(), p.dy.len(), p.dx.len()]
         .iter()
         .all(|&n| n < 1 << 31);
-    same && typed && nchw && filters && kernel && small
+    let geometry = [&conv.padding, &conv.dilation, &conv.stride]
+        .iter()
+        .all(|v| v.iter().all(|&g| g < MAX_GEOMETRY));
+    let step = if stride1 {
+        conv.dilation.last()
+    } else {
+        conv.stride.last()
+    };
+    let fits = step.is_some_and(|&s| s <= x.last().copied().unwrap_or(0));
+    same && typed && nchw && filters && kernel && small && geometry && fits
 }
 
 /// Whether the kernel is the faster choice for a problem it runs (measured on the H200,
@@ -334,6 +349,8 @@ mod tests {
             RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).expect("conv")
         }
 
+        /// The plan the default choice makes for the problem (the policy itself, not
+        /// `CUDNN_RS_DIRECT`, which the test process may have set).
         fn plan(&self) -> Option<Direct> {
             let ([w, dy, dx], conv) = (self.parts(), self.conv());
             let p = RawProblem {
@@ -342,8 +359,9 @@ mod tests {
                 dx: &dx,
                 conv: &conv,
             };
-            assert_eq!(qualifies(&p), Direct::of(&p).is_some());
-            Direct::of(&p)
+            (runs(&p) && preferred(&p))
+                .then(|| Direct::plan(&p))
+                .flatten()
         }
     }
 
@@ -433,6 +451,21 @@ mod tests {
             "three filters a channel",
         );
         no(Case::depthwise(&x, &[5, 3]), "5x3");
+        no(
+            Case::depthwise(&[2, 8, 9, 9], &[3, 3]).with(|c| {
+                c.dil = 10;
+                c.pad = 10;
+            }),
+            "a width dilation over the width",
+        );
+        no(
+            Case::depthwise(&[1, 2, 3, 3, 70_000], &[3, 3, 3]).with(|c| c.stride = 1 << 16),
+            "a stride past the kernel's geometry bound",
+        );
+        yes(
+            Case::depthwise(&[1, 2, 3, 3, 70_000], &[3, 3, 3]).with(|c| c.stride = 1 << 15),
+            "a stride under it",
+        );
         no(Case::depthwise(&[2, 96, 8, 14, 14], &[1, 3, 3]), "1x3x3");
         no(
             Case::depthwise(&x, &[3, 3]).with(|c| {

@@ -148,16 +148,14 @@ impl CudnnContext {
     /// context has not yet; with benchmarking on, that measures), with its workspace size
     /// for aligned addresses and, when measured, its time. For a problem the default runs
     /// with the depthwise kernel of our own (`bwd_data/direct.rs`), the engine cuDNN would
-    /// run it with.
+    /// run it with (as with `CUDNN_RS_DIRECT=0`).
     pub fn default_engine_raw(&self, p: RawProblem<'_>) -> Result<Engine> {
         p.validate(crate::convolution::AlgoKind::DefaultAlgo)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
-        // A problem run through its NHWC twin reports the twin's engine; one run by the
-        // depthwise kernel of our own, the engine cuDNN would run it with.
-        let twin = match self.direct(&p) {
-            Some(_) => None,
-            None => self.twin(&p, math),
-        };
+        // A problem run through its NHWC twin reports the twin's engine; one the depthwise
+        // kernel of our own runs, the engine cuDNN would run it with (through the twin
+        // where the twin takes it).
+        let twin = self.twin(&p, math);
         let p = twin.as_ref().map_or(p, |t| t.problem(p.conv));
         let config = self.default_config(&p, math)?;
         let measured = self

@@ -425,7 +425,8 @@ impl PyHandle {
     /// The engine `DefaultAlgo()` (and the one-call API) runs for these operands, chosen
     /// now if this handle has not yet (measuring, with `benchmark=True`). The CPU device
     /// answers with a stand-in (engine 0). For NCHW depthwise operands the default runs
-    /// with the kernel of our own (see the README), the engine cuDNN would run them with.
+    /// with the kernel of our own (see the README), the engine cuDNN would run them with
+    /// (as with `CUDNN_RS_DIRECT=0`).
     fn get_convolution_backward_data_default<'py>(
         &self,
         py: Python<'py>,
