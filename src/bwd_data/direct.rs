@@ -7,10 +7,10 @@
 //! depthwise kernels on dilated depthwise layers (LR-ASPP's 5x5 dilation-2 layers, the
 //! default took 1.8-2.0x PyTorch's time) and on 3-d depthwise layers (MViT's
 //! pooling, X3D's kind: 1.4-2.0x at stride 1, up to 1.15x strided); on f32 depthwise
-//! layers with two filters per channel cuDNN's default took 3.4x. The kernel computes four outputs of
-//! a row per thread from values held in registers; it takes 0.33-0.58x PyTorch's time on
-//! those stride-1 layers and 0.38-0.95x on the strided 3-d ones, and less than cuDNN's on
-//! the other stride-1 NCHW depthwise layers in f32. Two kinds stay with cuDNN: 2-d strided
+//! layers with two filters per channel cuDNN's default took 3.4x. The kernel computes
+//! four outputs of a row per thread from values held in registers; it takes 0.33-0.58x
+//! PyTorch's time on those stride-1 layers and 0.38-0.95x on the strided 3-d ones, and
+//! less than cuDNN's on the other stride-1 NCHW depthwise layers in f32. Two kinds stay with cuDNN: 2-d strided
 //! layers (cuDNN's NHWC engines through the twin, `twin.rs`, are 1.4-2.5x faster than
 //! the kernel; it has no entry point for them), and half-precision undilated 2-d layers
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx (3x3 at 6.4
