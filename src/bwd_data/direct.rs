@@ -10,9 +10,10 @@
 //! layers with two filters per channel cuDNN's default took 3.4x. The kernel computes
 //! four outputs of a row per thread from values held in registers; it takes 0.33-0.58x
 //! PyTorch's time on those stride-1 layers and 0.38-0.95x on the strided 3-d ones, and
-//! less than cuDNN's on the other stride-1 NCHW depthwise layers in f32. Two kinds stay with cuDNN: 2-d strided
-//! layers (cuDNN's NHWC engines through the twin, `twin.rs`, are 1.4-2.5x faster than
-//! the kernel; it has no entry point for them), and half-precision undilated 2-d layers
+//! less than cuDNN's on the other stride-1 NCHW depthwise layers in f32. Two kinds stay
+//! with cuDNN: 2-d strided layers (cuDNN's NHWC engines through the twin, `twin.rs`, are
+//! 1.4-2.5x faster than the kernel; it has no entry point for them), and half-precision
+//! undilated 2-d layers
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx (3x3 at 6.4
 //! million: cuDNN's NCHW engine 0.022 ms, the kernel 0.037).
 //!
