@@ -13,9 +13,8 @@
 //! less than cuDNN's on the other stride-1 NCHW depthwise layers in f32. Two kinds stay
 //! with cuDNN: 2-d strided layers (cuDNN's NHWC engines through the twin, `twin.rs`, are
 //! 1.4-2.5x faster than the kernel; it has no entry point for them), and half-precision
-//! undilated 2-d layers
-//! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx (3x3 at 6.4
-//! million: cuDNN's NCHW engine 0.022 ms, the kernel 0.037).
+//! undilated 2-d layers with one filter per channel from [`HALF_CUDNN_ELEMENTS`]
+//! elements of dx (3x3 at 6.4 million: cuDNN's NCHW engine 0.022 ms, the kernel 0.037).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
