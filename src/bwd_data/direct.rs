@@ -88,16 +88,22 @@ impl Params {
 unsafe impl DeviceRepr for Params {}
 
 /// How the kernel runs one problem: its entry point, arguments (alpha and beta set per
-/// call) and grid, and the entry point loaded (by `CudnnContext::direct`).
+/// call) and grid.
 #[derive(Clone, Debug)]
-pub(crate) struct Direct {
+pub(crate) struct DirectPlan {
     pub(crate) entry: String,
     pub(crate) params: Params,
     pub(crate) blocks: u32,
-    pub(crate) function: Option<CudaFunction>,
 }
 
-impl Direct {
+/// A plan with its entry point loaded (by `CudnnContext::direct`): what a call runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Direct {
+    pub(crate) plan: DirectPlan,
+    pub(crate) function: CudaFunction,
+}
+
+impl DirectPlan {
     /// The kernel's plan for `p`, when the default choice runs `p` with it (see
     /// [`qualifies`]; `None` also when a count does not fit the kernel's 32-bit
     /// arguments).
@@ -163,11 +169,10 @@ impl Direct {
             _ => "bf16",
         };
         let kind = if strided { "strided" } else { "s1" };
-        Some(Direct {
+        Some(DirectPlan {
             entry: format!("dw_dgrad_k{}{}{}_{kind}_{dtype}", ks[0], ks[1], ks[2]),
             params,
             blocks: u32::try_from(items.div_ceil(u64::from(BLOCK))).ok()?,
-            function: None,
         })
     }
 }
@@ -351,7 +356,7 @@ mod tests {
 
         /// The plan the default choice makes for the problem (the policy itself, not
         /// `CUDNN_RS_DIRECT`, which the test process may have set).
-        fn plan(&self) -> Option<Direct> {
+        fn plan(&self) -> Option<DirectPlan> {
             let ([w, dy, dx], conv) = (self.parts(), self.conv());
             let p = RawProblem {
                 w: &w,
@@ -360,7 +365,7 @@ mod tests {
                 conv: &conv,
             };
             (runs(&p) && preferred(&p))
-                .then(|| Direct::plan(&p))
+                .then(|| DirectPlan::plan(&p))
                 .flatten()
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
-use super::direct::{Direct, Module, BLOCK};
+use super::direct::{Direct, DirectPlan, Module, BLOCK};
 use crate::context::CudnnContext;
 use crate::error::Result;
 use crate::problem::{RawPointers, RawProblem};
@@ -30,7 +30,7 @@ impl CudnnContext {
         if let Some(d) = self.directs.borrow_mut().get(&key) {
             return d.clone();
         }
-        let Some(plan) = Direct::of(p) else {
+        let Some(plan) = DirectPlan::of(p) else {
             self.directs.borrow_mut().insert(key, None);
             return None;
         };
@@ -39,12 +39,9 @@ impl CudnnContext {
         {
             return None;
         }
-        let d = self.kernel(&plan.entry).map(|function| {
-            std::rc::Rc::new(Direct {
-                function: Some(function),
-                ..plan
-            })
-        });
+        let d = self
+            .kernel(&plan.entry)
+            .map(|function| std::rc::Rc::new(Direct { plan, function }));
         self.directs.borrow_mut().insert(key, d.clone());
         d
     }
@@ -92,17 +89,15 @@ impl CudnnContext {
         ptrs: &RawPointers,
         beta: f64,
     ) -> Result<()> {
-        let f = direct.function.as_ref().ok_or_else(|| {
-            crate::error::Error::Cuda(format!("the kernel {} is not loaded", direct.entry))
-        })?;
-        let params = direct.params.scaled(alpha, beta);
+        let plan = &direct.plan;
+        let params = plan.params.scaled(alpha, beta);
         let cfg = LaunchConfig {
-            grid_dim: (direct.blocks, 1, 1),
+            grid_dim: (plan.blocks, 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         let (w, dy, dx) = (ptrs.w, ptrs.dy, ptrs.dx);
-        let mut launch = self.stream.launch_builder(f);
+        let mut launch = self.stream.launch_builder(&direct.function);
         launch.arg(&params).arg(&w).arg(&dy).arg(&dx);
         // SAFETY: the entry point takes (Params, const T*, const T*, T*) with T the
         // problem's data type (its name says which); the addresses hold the operands the
@@ -112,7 +107,7 @@ impl CudnnContext {
             Err(e) => Err(match crate::error::Error::from(e) {
                 crate::error::Error::Cuda(msg) => crate::error::Error::Cuda(format!(
                     "launching the depthwise kernel {}: {msg}",
-                    direct.entry
+                    plan.entry
                 )),
                 other => other,
             }),
