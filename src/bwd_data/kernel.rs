@@ -9,7 +9,7 @@ use cudarc::nvrtc::Ptx;
 use super::direct::{Direct, DirectPlan, Module, BLOCK};
 use crate::context::CudnnContext;
 use crate::error::Result;
-use crate::problem::{RawPointers, RawProblem};
+use crate::problem::{ProblemKey, RawPointers, RawProblem};
 
 const PTX: &str = include_str!("../kernels/depthwise_dgrad.ptx");
 const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.cubin");
@@ -20,18 +20,18 @@ impl CudnnContext {
     /// per problem; a device whose driver loads no image of the kernel runs nothing with
     /// it). The module is not loaded while the stream is being captured into a CUDA graph
     /// (a module load there could end the caller's capture): such a call goes to cuDNN,
-    /// and the problem is decided again at its next call.
-    pub(crate) fn direct(&self, p: &RawProblem<'_>) -> Option<std::rc::Rc<Direct>> {
-        let key = crate::problem::ProblemKey::new(
-            p,
-            crate::convolution::Route::Default,
-            crate::math_type::MathType::Default,
-        );
-        if let Some(d) = self.directs.borrow_mut().get(&key) {
+    /// and the problem is decided again at its next call. `key` is `p`'s under
+    /// `Route::Default`.
+    pub(crate) fn direct(
+        &self,
+        key: &ProblemKey,
+        p: &RawProblem<'_>,
+    ) -> Option<std::rc::Rc<Direct>> {
+        if let Some(d) = self.directs.borrow_mut().get(key) {
             return d.clone();
         }
         let Some(plan) = DirectPlan::of(p) else {
-            self.directs.borrow_mut().insert(key, None);
+            self.directs.borrow_mut().insert(*key, None);
             return None;
         };
         if matches!(*self.kernels.borrow(), Module::NotLoaded)
@@ -42,7 +42,7 @@ impl CudnnContext {
         let d = self
             .kernel(&plan.entry)
             .map(|function| std::rc::Rc::new(Direct { plan, function }));
-        self.directs.borrow_mut().insert(key, d.clone());
+        self.directs.borrow_mut().insert(*key, d.clone());
         d
     }
 

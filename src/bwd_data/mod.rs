@@ -67,10 +67,11 @@ impl CudnnContext {
         math: MathType,
     ) -> Result<Option<usize>> {
         if route == Route::Default {
-            if self.direct(&p).is_some() {
+            let key = ProblemKey::new(&p, Route::Default, math);
+            if self.direct(&key, &p).is_some() {
                 return Ok(None);
             }
-            if let Some(twin) = self.twin(&p, math) {
+            if let Some(twin) = self.twin(&key, &p) {
                 return Ok(Some(self.twin_workspace(&p, &twin, math)?));
             }
         }
@@ -176,14 +177,15 @@ impl CudnnContext {
                 // The common call (alpha 1, beta 0) of a problem that ran before: one lookup.
                 // Exactly 1 and 0 (bit patterns): the scalars the remembered plan was built for.
                 let common = alpha.to_bits() == 1f64.to_bits() && beta.to_bits() == 0f64.to_bits();
-                let key = common.then(|| ProblemKey::new(&p, Route::Default, math));
+                let dkey = ProblemKey::new(&p, Route::Default, math);
+                let key = common.then_some(dkey);
                 if let Some(r) = key.as_ref().and_then(|k| self.resolved(k)) {
                     // SAFETY: forwarded from this function's contract.
                     if unsafe { self.run_resolved(&r, &ptrs)? } {
                         return Ok(());
                     }
                 }
-                if let Some(direct) = self.direct(&p) {
+                if let Some(direct) = self.direct(&dkey, &p) {
                     if let Some(key) = &key {
                         // Later calls of the problem find it in one lookup.
                         let resolved = graph::Resolved {
@@ -198,7 +200,7 @@ impl CudnnContext {
                     // SAFETY: forwarded from this function's contract.
                     return unsafe { self.execute_direct(alpha, &direct, &ptrs, beta) };
                 }
-                if let Some(twin) = self.twin(&p, math) {
+                if let Some(twin) = self.twin(&dkey, &p) {
                     // SAFETY: forwarded from this function's contract.
                     return unsafe { self.execute_twin(alpha, p, &twin, math, ptrs, beta) };
                 }

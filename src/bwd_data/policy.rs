@@ -155,7 +155,7 @@ impl CudnnContext {
         // A problem run through its NHWC twin reports the twin's engine; one the depthwise
         // kernel of our own runs, the engine cuDNN would run it with (through the twin
         // where the twin takes it).
-        let twin = self.twin(&p, math);
+        let twin = self.twin(&ProblemKey::new(&p, Route::Default, math), &p);
         let p = twin.as_ref().map_or(p, |t| t.problem(p.conv));
         let config = self.default_config(&p, math)?;
         let measured = self

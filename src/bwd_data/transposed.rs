@@ -16,14 +16,14 @@ use crate::math_type::MathType;
 use crate::problem::{ProblemKey, RawPointers, RawProblem};
 
 impl CudnnContext {
-    /// The twin the default choice runs `p` through, if any (decided once per problem).
-    pub(crate) fn twin(&self, p: &RawProblem<'_>, math: MathType) -> Option<Rc<Twin>> {
-        let key = ProblemKey::new(p, Route::Default, math);
-        if let Some(t) = self.twins.borrow_mut().get(&key) {
+    /// The twin the default choice runs `p` through, if any (decided once per problem;
+    /// `key` is `p`'s under `Route::Default`).
+    pub(crate) fn twin(&self, key: &ProblemKey, p: &RawProblem<'_>) -> Option<Rc<Twin>> {
+        if let Some(t) = self.twins.borrow_mut().get(key) {
             return t.clone();
         }
         let t = Twin::of(p).map(Rc::new);
-        self.twins.borrow_mut().insert(key, t.clone());
+        self.twins.borrow_mut().insert(*key, t.clone());
         t
     }
 
