@@ -75,34 +75,71 @@ __device__ __forceinline__ void store(BFloat* p, float v) {
     p->bits = b;
 }
 
-// Each work item computes TX outputs of a row, at
+// The threads' work: each work item computes TX outputs of one dx row, `step` columns
+// apart (the width dilation at stride 1, the width stride when strided). A row of W
+// outputs is cut into ceil(W / (TX step)) spans of TX step columns, each spread over
+// `step` threads (thread r of a span starts at column r): per row, `per_row` items.
+template <int TX>
+__device__ __forceinline__ unsigned items_per_row(const Params& p, int step) {
+    return (p.w + TX * step - 1) / (TX * step) * static_cast<unsigned>(step);
+}
+
+// Work item i: its row (n, c, z, y), the row's index and its first column x0.
+struct Item {
+    unsigned row, n, c;
+    int z, y, x0;
+};
+
+template <int TX>
+__device__ __forceinline__ Item item_of(const Params& p, unsigned i, unsigned per_row,
+                                        int step) {
+    Item it;
+    const unsigned g = i % per_row;
+    it.row = i / per_row;
+    unsigned t = it.row;
+    it.y = static_cast<int>(t % p.h);
+    t /= p.h;
+    it.z = static_cast<int>(t % p.d);
+    t /= p.d;
+    it.c = t % p.c;
+    it.n = t / p.c;
+    it.x0 = static_cast<int>(g / step) * TX * step + static_cast<int>(g % step);
+    return it;
+}
+
+// Writes a work item's outputs: alpha acc, plus beta dx where beta != 0.
+template <typename T, int TX>
+__device__ __forceinline__ void store_item(const Params& p, T* __restrict__ dx,
+                                           const Item& it, int step, const float (&acc)[TX]) {
+    const unsigned base = it.row * p.w;
+#pragma unroll
+    for (int j = 0; j < TX; ++j) {
+        const int x = it.x0 + j * step;
+        if (x < static_cast<int>(p.w)) {
+            float r = p.alpha * acc[j];
+            if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
+            store(dx + base + x, r);
+        }
+    }
+}
+
+// Stride 1, any dilation: each work item computes TX outputs of a row, at
 // x0, x0 + dw, ..., x0 + (TX-1) dw (dw: the width dilation). Output j meets tap e at
 // dy column x0 + pw + (j - e) dw, so the TX outputs of a filter row read TX + KW - 1
 // dy values and KW weights, held in registers, instead of TX * KW of each.
-// A row of W outputs is cut into ceil(W / (TX dw)) spans of TX dw columns, each spread
-// over dw threads (thread r of a span starts at column r).
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, T* __restrict__ dx) {
     constexpr int TAPS = KD * KH * KW;
     constexpr int WIN = TX + KW - 1;
     const int dw = p.dw;
-    const unsigned spans = (p.w + TX * dw - 1) / (TX * dw);
-    const unsigned per_row = spans * static_cast<unsigned>(dw);
-    const unsigned plane = p.oh * p.ow;
-    const unsigned volume = p.od * plane;
+    const unsigned per_row = items_per_row<TX>(p, dw);
+    const unsigned volume = p.od * (p.oh * p.ow);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
          i += blockDim.x * gridDim.x) {
-        unsigned t = i;
-        const unsigned g = t % per_row;
-        t /= per_row;
-        const int y = static_cast<int>(t % p.h);
-        t /= p.h;
-        const int z = static_cast<int>(t % p.d);
-        t /= p.d;
-        const unsigned c = t % p.c;
-        const unsigned n = t / p.c;
-        const int x0 = static_cast<int>(g / dw) * TX * dw + static_cast<int>(g % dw);
+        const Item it = item_of<TX>(p, i, per_row, dw);
+        const int z = it.z, y = it.y, x0 = it.x0;
+        const unsigned c = it.c, n = it.n;
         float acc[TX];
 #pragma unroll
         for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
@@ -135,46 +172,27 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
                 }
             }
         }
-        const unsigned base = i / per_row * p.w;
-#pragma unroll
-        for (int j = 0; j < TX; ++j) {
-            const int x = x0 + j * dw;
-            if (x < static_cast<int>(p.w)) {
-                float r = p.alpha * acc[j];
-                if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
-                store(dx + base + x, r);
-            }
-        }
+        store_item<T, TX>(p, dx, it, dw, acc);
     }
 }
 
 // Any stride, width dilation 1: each work item computes TX outputs of a row, at x0,
 // x0 + sw, ..., x0 + (TX-1) sw. Output j meets tap e at dy column (x0 + pw - e) / sw + j
 // when sw divides x0 + pw - e, the same for every j: a tap that meets one of the outputs
-// meets all TX, at TX consecutive dy values, and its weight is read once for them. A row
-// is cut into ceil(W / (TX sw)) spans of TX sw columns, each spread over sw threads.
+// meets all TX, at TX consecutive dy values, and its weight is read once for them.
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __restrict__ w,
                                                    const T* __restrict__ dy,
                                                    T* __restrict__ dx) {
     constexpr int TAPS = KD * KH * KW;
     const int sw = p.sw;
-    const unsigned spans = (p.w + TX * sw - 1) / (TX * sw);
-    const unsigned per_row = spans * static_cast<unsigned>(sw);
-    const unsigned plane = p.oh * p.ow;
-    const unsigned volume = p.od * plane;
+    const unsigned per_row = items_per_row<TX>(p, sw);
+    const unsigned volume = p.od * (p.oh * p.ow);
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
          i += blockDim.x * gridDim.x) {
-        unsigned t = i;
-        const unsigned g = t % per_row;
-        t /= per_row;
-        const int y = static_cast<int>(t % p.h);
-        t /= p.h;
-        const int z = static_cast<int>(t % p.d);
-        t /= p.d;
-        const unsigned c = t % p.c;
-        const unsigned n = t / p.c;
-        const int x0 = static_cast<int>(g / sw) * TX * sw + static_cast<int>(g % sw);
+        const Item it = item_of<TX>(p, i, per_row, sw);
+        const int z = it.z, y = it.y, x0 = it.x0;
+        const unsigned c = it.c, n = it.n;
         float acc[TX];
 #pragma unroll
         for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
@@ -211,16 +229,7 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
                 }
             }
         }
-        const unsigned base = i / per_row * p.w;
-#pragma unroll
-        for (int j = 0; j < TX; ++j) {
-            const int x = x0 + j * sw;
-            if (x < static_cast<int>(p.w)) {
-                float r = p.alpha * acc[j];
-                if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
-                store(dx + base + x, r);
-            }
-        }
+        store_item<T, TX>(p, dx, it, sw, acc);
     }
 }
 
