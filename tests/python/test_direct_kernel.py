@@ -111,6 +111,15 @@ def _reference(torch: Any, layer: Layer, w: Any, dy: Any) -> Any:
     )
 
 
+def _imports(h: cd.Handle, w: Any, dy: Any, dx: Any) -> tuple[Any, Any, Any]:
+    """PyTorch's w, dy and dx as cudnn_rs operands on `h` (read and written in place)."""
+    return (
+        cd.Filter.from_dlpack(w, handle=h),
+        cd.Tensor.from_dlpack(dy, handle=h),
+        cd.Tensor.from_dlpack(dx, handle=h),
+    )
+
+
 def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
     nd = len(layer.k)
     mode = (
@@ -150,11 +159,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
         dx = torch.randn(layer.x, device="cuda", dtype=dt, generator=gen)
     before = dx.double().clone()
     conv = _conv(layer)
-    ops = (
-        cd.Filter.from_dlpack(w, handle=h),
-        cd.Tensor.from_dlpack(dy, handle=h),
-        cd.Tensor.from_dlpack(dx, handle=h),
-    )
+    ops = _imports(h, w, dy, dx)
     algo = cd.DefaultAlgo()
     size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
     kernel = layer.takes_kernel(dtype)
@@ -287,11 +292,7 @@ def test_the_kernel_is_captured_into_a_torch_cuda_graph(gpu: cd.Handle) -> None:
     s = torch.cuda.Stream()
     h = cd.Handle(stream=s)
     conv = _conv(layer)
-    ops = (
-        cd.Filter.from_dlpack(w, handle=h),
-        cd.Tensor.from_dlpack(dy, handle=h),
-        cd.Tensor.from_dlpack(dx, handle=h),
-    )
+    ops = _imports(h, w, dy, dx)
     algo = cd.DefaultAlgo()
     for _ in range(2):
         h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2])
