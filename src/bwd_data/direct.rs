@@ -24,7 +24,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::{CudaFunction, CudaModule, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaModule};
 
 use crate::convolution::ConvolutionMode;
 use crate::data_type::DType;
@@ -45,7 +45,8 @@ const HALF_CUDNN_ELEMENTS: usize = 1 << 20;
 /// The bound on padding, dilation and stride (see [`runs`]).
 const MAX_GEOMETRY: usize = 1 << 16;
 
-/// The kernel's arguments, laid out as `Params` in the kernel source.
+/// The kernel's arguments, laid out as `Params` in the kernel source (plain data with a C
+/// layout: the kernel takes it by value, by address from `kernel.rs`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Params {
@@ -83,9 +84,6 @@ impl Params {
         }
     }
 }
-
-// SAFETY: `Params` is plain data with a C layout, the struct the kernel takes by value.
-unsafe impl DeviceRepr for Params {}
 
 /// How the kernel runs one problem: its entry point, arguments (alpha and beta set per
 /// call) and grid.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
 use super::direct::{Direct, DirectPlan, Module, BLOCK};
@@ -90,27 +90,37 @@ impl CudnnContext {
         beta: f64,
     ) -> Result<()> {
         let plan = &direct.plan;
-        let params = plan.params.scaled(alpha, beta);
-        let cfg = LaunchConfig {
-            grid_dim: (plan.blocks, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let (w, dy, dx) = (ptrs.w, ptrs.dy, ptrs.dx);
-        let mut launch = self.stream.launch_builder(&direct.function);
-        launch.arg(&params).arg(&w).arg(&dy).arg(&dx);
+        let mut params = plan.params.scaled(alpha, beta);
+        let (mut w, mut dy, mut dx) = (ptrs.w, ptrs.dy, ptrs.dx);
+        // The kernel's arguments by address, on the stack (no allocation per call).
+        let mut args: [*mut std::ffi::c_void; 4] = [
+            (&raw mut params).cast(),
+            (&raw mut w).cast(),
+            (&raw mut dy).cast(),
+            (&raw mut dx).cast(),
+        ];
+        self.bind()?;
         // SAFETY: the entry point takes (Params, const T*, const T*, T*) with T the
-        // problem's data type (its name says which); the addresses hold the operands the
-        // plan was made for (this function's contract), and the grid covers `items`.
-        match unsafe { launch.launch(cfg) } {
-            Ok(_) => Ok(()),
-            Err(e) => Err(match crate::error::Error::from(e) {
-                crate::error::Error::Cuda(msg) => crate::error::Error::Cuda(format!(
-                    "launching the depthwise kernel {}: {msg}",
-                    plan.entry
-                )),
-                other => other,
-            }),
-        }
+        // problem's data type (its name says which), and `args` points at exactly those,
+        // alive across the call; the addresses hold the operands the plan was made for
+        // (this function's contract), the grid covers `items`, and the stream is this
+        // context's, whose CUDA context was just made current.
+        let launched = unsafe {
+            cudarc::driver::result::launch_kernel(
+                direct.function.cu_function(),
+                (plan.blocks, 1, 1),
+                (BLOCK, 1, 1),
+                0,
+                self.stream.cu_stream(),
+                &mut args,
+            )
+        };
+        launched.map_err(|e| match crate::error::Error::from(e) {
+            crate::error::Error::Cuda(msg) => crate::error::Error::Cuda(format!(
+                "launching the depthwise kernel {}: {msg}",
+                plan.entry
+            )),
+            other => other,
+        })
     }
 }
