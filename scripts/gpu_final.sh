@@ -23,9 +23,10 @@
 #   bash scripts/gpu_final.sh measure # the broad suite (both batches), the training steps
 #   bash scripts/gpu_final.sh hostspy # host cost per call (bench/host_overhead.py), then
 #                                     # py-spy --native on its conv_input_grad loops
-#   bash scripts/gpu_final.sh kernel  # the depthwise kernel: Rust GPU tests + memcheck, its
-#                                     # pytest file, the zoo's depthwise models in NCHW,
-#                                     # bench/direct_probe.py with CUDNN_RS_DIRECT=0, 1, all
+#   bash scripts/gpu_final.sh kernel  # the depthwise kernel: Rust GPU tests + memcheck,
+#                                     # pytest on the GPU, interop, bench/dw_sweep.py, the
+#                                     # zoo's depthwise models in NCHW (ZOO_CONFIGS,
+#                                     # ZOO_MINUTES), bench/direct_probe.py (PROBE=0: not)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -190,17 +191,18 @@ all)
   TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.6
   TAIL=14 run broad 230 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.3
   ;;
-kernel)  # the depthwise kernel of our own: its GPU tests (Rust with memcheck, pytest), the
-         # zoo's ten models with NCHW depthwise layers, bench/direct_probe.py in three modes
+kernel)  # the depthwise kernel of our own: the GPU tests (Rust with memcheck, pytest,
+         # interop), bench/dw_sweep.py, the zoo's ten models with NCHW depthwise layers,
+         # bench/direct_probe.py
   TAIL=12 run wheel_demo 60 bash -c wheel_check
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
   memcheck_subset 150
-  TAIL=4 run pytest_kernel 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider
+  TAIL=6 run pytest_gpu 300 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  TAIL=40 run dw_sweep 150 bash -c "cd bench && python3 dw_sweep.py"
   abs_out=$(cd "$out" && pwd)
-  TAIL=16 run zoo_dw 200 bash -c "cd bench && python3 zoo.py --models efficientnet_b0,mobilenet_v2,shufflenet_v2_x1_0,mnasnet1_0,convnext_small,efficientnet_v2_s,mobilenet_v3_small,lraspp_mobilenet_v3_large,mvit_v2_s,s3d --configs f32:nchw,tf32:nchw,f16:nchw,bf16:nchw --csv $abs_out/zoo_dw.csv --max-minutes 3 --top 12"
-  for mode in 0 1 all; do
-    TAIL=4 run "probe_$mode" 100 bash -c "cd bench && CUDNN_RS_DIRECT=$mode python3 direct_probe.py"
-  done
+  TAIL=16 run zoo_dw 200 bash -c "cd bench && python3 zoo.py --models efficientnet_b0,mobilenet_v2,shufflenet_v2_x1_0,mnasnet1_0,convnext_small,efficientnet_v2_s,mobilenet_v3_small,lraspp_mobilenet_v3_large,mvit_v2_s,s3d --configs ${ZOO_CONFIGS:-f32:nchw,tf32:nchw,f16:nchw,bf16:nchw} --csv $abs_out/zoo_dw.csv --max-minutes ${ZOO_MINUTES:-3} --top 12"
+  [ "${PROBE:-1}" = 1 ] && TAIL=4 run probe 100 bash -c "cd bench && python3 direct_probe.py"
   ;;
 esac
 exit $fail

@@ -268,9 +268,11 @@ impl CudnnContext {
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {
         if self.benchmark.replace(on) != on {
-            // Captured and resolved calls of `DefaultAlgo` ran the other setting's choice.
+            // Captured and resolved calls of `DefaultAlgo` ran the other setting's choice,
+            // and the depthwise kernel's problems differ between the two.
             self.graphs.borrow_mut().clear();
             self.engines.borrow_mut().resolved.clear();
+            self.directs.borrow_mut().clear();
         }
     }
 

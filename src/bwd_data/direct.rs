@@ -2,19 +2,22 @@
 //! (`src/kernels/depthwise_dgrad.cu`) instead of cuDNN: which problems and the kernel's
 //! arguments (loading and launching it is in `kernel.rs`).
 //!
-//! Why:
-//! on the H200 (`bench/direct_probe.py`) every cuDNN engine is slower than PyTorch's own
-//! depthwise kernels on dilated depthwise layers (LR-ASPP's 5x5 dilation-2 layers, the
-//! default took 1.8-2.0x PyTorch's time) and on 3-d depthwise layers (MViT's
-//! pooling, X3D's kind: 1.4-2.0x at stride 1, up to 1.15x strided); on f32 depthwise
-//! layers with two filters per channel cuDNN's default took 3.4x. The kernel computes
-//! four outputs of a row per thread from values held in registers; it takes 0.33-0.58x
-//! PyTorch's time on those stride-1 layers and 0.38-0.95x on the strided 3-d ones, and
-//! less than cuDNN's on the other stride-1 NCHW depthwise layers in f32. Two kinds stay
-//! with cuDNN: 2-d strided layers (cuDNN's NHWC engines through the twin, `twin.rs`, are
-//! 1.4-2.5x faster than the kernel; it has no entry point for them), and half-precision
-//! undilated 2-d layers with one filter per channel from [`HALF_CUDNN_ELEMENTS`]
-//! elements of dx (3x3 at 6.4 million: cuDNN's NCHW engine 0.022 ms, the kernel 0.037).
+//! Why, measured on the H200 (`bench/direct_probe.py`, `bench/dw_sweep.py`):
+//! - every cuDNN engine is slower than PyTorch's own depthwise kernels on dilated
+//!   depthwise layers (LR-ASPP's 5x5 dilation-2 layers: the default took 1.8-2.0x
+//!   PyTorch's time), on 3-d depthwise layers (MViT's pooling, X3D's kind: 1.4-2.0x at
+//!   stride 1, up to 1.15x strided), on filters other than 3x3, 5x5 and 7x7 (9x9 to 31x31:
+//!   1.4-1.95x; 1x7, 7x1, 1x3, 3x1: 1.05-2.4x), and on f32 layers with two filters per
+//!   channel (3.4x);
+//! - on 2-d strided layers cuDNN's best (the NHWC twin, `twin.rs`) is compiled at run time,
+//!   0.2-0.7 s on a shape's first call, and takes 2-3x the kernel's time.
+//!
+//! The kernel computes four outputs of a row per thread from values held in registers:
+//! 0.33-0.58x PyTorch's time on the stride-1 layers above, 0.21-0.29x (f32) on 2-d
+//! stride-2 ones, 0.38-0.95x on the strided 3-d ones, and less than cuDNN's on the other
+//! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
+//! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
+//! exception: cuDNN's NCHW engine is faster there (see [`preferred`]).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
@@ -44,6 +47,21 @@ const MAX_MULTIPLIER: usize = 2;
 const HALF_CUDNN_ELEMENTS: usize = 1 << 20;
 /// The bound on padding, dilation and stride (see [`runs`]).
 const MAX_GEOMETRY: usize = 1 << 16;
+/// The widest 2-d filter of an entry point taking the filter's height at run time (the
+/// kernel source's `dw_dgrad_kw<KW>_s1_*`, odd widths 1 to 31).
+const MAX_BAND_WIDTH: usize = 31;
+
+/// Whether a 2-d filter of `kh` x `kw` has an entry point taking its height at run time:
+/// an odd width up to [`MAX_BAND_WIDTH`], a height under [`MAX_GEOMETRY`].
+fn band(kh: usize, kw: usize) -> bool {
+    (1..MAX_GEOMETRY).contains(&kh) && kw % 2 == 1 && kw <= MAX_BAND_WIDTH
+}
+
+/// Whether a filter extent has an entry point of its own (its height fixed in it): 3x3,
+/// 5x5, 7x7 and 3x3x3.
+fn fixed_filter(extent: &[usize]) -> bool {
+    matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
+}
 
 /// The kernel's arguments, laid out as `Params` in the kernel source (plain data with a C
 /// layout: the kernel takes it by value, by address from `kernel.rs`).
@@ -72,6 +90,7 @@ pub(crate) struct Params {
     alpha: f32,
     beta: f32,
     items: u32,
+    kh: u32,
 }
 
 impl Params {
@@ -102,11 +121,11 @@ pub(crate) struct Direct {
 }
 
 impl DirectPlan {
-    /// The kernel's plan for `p`, when the default choice runs `p` with it (see
-    /// [`qualifies`]; `None` also when a count does not fit the kernel's 32-bit
-    /// arguments).
-    pub(crate) fn of(p: &RawProblem<'_>) -> Option<Self> {
-        if !qualifies(p) {
+    /// The kernel's plan for `p`, when the default choice (measured with `benchmark`) runs
+    /// `p` with it (see [`qualifies`]; `None` also when a count does not fit the kernel's
+    /// 32-bit arguments).
+    pub(crate) fn of(p: &RawProblem<'_>, benchmark: bool) -> Option<Self> {
+        if !qualifies(p, benchmark) {
             return None;
         }
         Self::plan(p)
@@ -125,12 +144,12 @@ impl DirectPlan {
         let (xs, ys, ks) = (lift(&x[2..], 1), lift(&y[2..], 1), lift(&w[2..], 1));
         let (pad, dil) = (lift(&conv.padding, 0), lift(&conv.dilation, 1));
         let stride = lift(&conv.stride, 1);
-        let strided = stride.iter().any(|&s| s > 1);
+        let kind = Kind::of(p)?;
         let u = |v: usize| u32::try_from(v).ok();
         let i = |v: usize| i32::try_from(v).ok();
         // Work items: per dx row, ceil(W / (TX step)) spans of TX step columns, step
-        // threads each; the step is the width dilation at stride 1, else the width stride.
-        let step = if strided { stride[2] } else { dil[2] } as u64;
+        // threads each (see `Kind::step`).
+        let step = kind.step(&conv.stride, &conv.dilation) as u64;
         let spans = (xs[2] as u64).div_ceil(TX * step);
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
         let items = rows.checked_mul(spans * step)?;
@@ -160,39 +179,92 @@ impl DirectPlan {
             alpha: 1.0,
             beta: 0.0,
             items: items as u32,
+            kh: u(ks[1])?,
         };
         let dtype = match p.dx.dtype() {
             DType::F32 => "f32",
             DType::F16 => "f16",
             _ => "bf16",
         };
-        let kind = if strided { "strided" } else { "s1" };
+        let kind = match kind {
+            Kind::Stride1 => "s1",
+            Kind::Stride2 => "s2",
+            Kind::Strided3d => "strided",
+        };
+        // The square 2-d filters and 3x3x3 have entry points of their own; other 2-d
+        // filters take their height at run time (`kh`).
+        let filter = if fixed_filter(&w[2..]) {
+            format!("k{}{}{}", ks[0], ks[1], ks[2])
+        } else {
+            format!("kw{}", ks[2])
+        };
         Some(DirectPlan {
-            entry: format!("dw_dgrad_k{}{}{}_{kind}_{dtype}", ks[0], ks[1], ks[2]),
+            entry: format!("dw_dgrad_{filter}_{kind}_{dtype}"),
             params,
             blocks: u32::try_from(items.div_ceil(u64::from(BLOCK))).ok()?,
         })
     }
 }
 
-/// Whether the default choice runs `p` with the kernel: the kernel runs it ([`runs`]) and
-/// it is faster there than what cuDNN runs ([`preferred`]). `CUDNN_RS_DIRECT=0` in the
-/// environment: never; `CUDNN_RS_DIRECT=all`: whenever the kernel runs it (to measure).
-pub(crate) fn qualifies(p: &RawProblem<'_>) -> bool {
+/// Whether the default choice runs `p` with the kernel (the measured default with
+/// `benchmark`): the kernel runs it ([`runs`]) and it is the choice there
+/// ([`preferred`]). `CUDNN_RS_DIRECT=0` in the environment: never;
+/// `CUDNN_RS_DIRECT=all`: whenever the kernel runs it (to measure).
+pub(crate) fn qualifies(p: &RawProblem<'_>, benchmark: bool) -> bool {
     match mode() {
         Mode::Off => false,
-        Mode::Default => runs(p) && preferred(p),
+        Mode::Default => runs(p) && preferred(p, benchmark),
         Mode::All => runs(p),
+    }
+}
+
+/// The kernel's three kinds of entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, other 2-d filters of odd width
+    /// up to [`MAX_BAND_WIDTH`], and 3-d 3x3x3.
+    Stride1,
+    /// 2-d, stride 2 and dilation 1 in both dimensions: 3x3, 5x5 and 7x7.
+    Stride2,
+    /// 3-d 3x3x3, any stride (not all 1), width dilation 1.
+    Strided3d,
+}
+
+impl Kind {
+    /// The kind of entry point for `p`'s stride, dilation and filter extent, if any.
+    fn of(p: &RawProblem<'_>) -> Option<Self> {
+        let conv = p.conv.params();
+        let w = p.w.shape();
+        let extent = &w[2.min(w.len())..];
+        let all = |v: &[usize], n: usize| v.iter().all(|&g| g == n);
+        if all(&conv.stride, 1) {
+            let band = matches!(extent, &[kh, kw] if band(kh, kw));
+            (fixed_filter(extent) || band).then_some(Kind::Stride1)
+        } else if extent.len() == 2 {
+            let square = matches!(extent, [3, 3] | [5, 5] | [7, 7]);
+            (square && all(&conv.stride, 2) && all(&conv.dilation, 1)).then_some(Kind::Stride2)
+        } else {
+            (extent == [3, 3, 3] && conv.dilation.last() == Some(&1)).then_some(Kind::Strided3d)
+        }
+    }
+
+    /// How many columns apart a work item's outputs are: the width dilation at stride 1,
+    /// the width stride for strided 3-d problems, 1 (consecutive) at stride 2.
+    fn step(self, stride: &[usize], dilation: &[usize]) -> usize {
+        match self {
+            Kind::Stride1 => dilation.last().copied().unwrap_or(1),
+            Kind::Stride2 => 1,
+            Kind::Strided3d => stride.last().copied().unwrap_or(1),
+        }
     }
 }
 
 /// Whether the kernel runs `p`: every operand NCHW (NCDHW) in the same type (f32, f16 or
 /// bf16), f32 compute, a depthwise convolution (one input channel per group, groups =
 /// channels > 1) with one or two filters per channel, any padding, each operand under
-/// 2^31 elements, and either every stride 1, any dilation and a 3x3, 5x5 or 7x7 filter
-/// (3x3x3 in 3-d), or a 3x3x3 filter, any stride and width dilation 1. Padding, dilation
-/// and stride under [`MAX_GEOMETRY`] (the kernel's index arithmetic is 32-bit), and the
-/// row step (width dilation, or width stride when strided) at most dx's width (a larger
+/// 2^31 elements, and a stride, dilation and filter one of its entry points takes
+/// ([`Kind`]). Padding, dilation and stride under [`MAX_GEOMETRY`] (the kernel's index
+/// arithmetic is 32-bit), and the row step ([`Kind::step`]) at most dx's width (a larger
 /// one would start threads with nothing to do).
 pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
@@ -209,12 +281,8 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let filters = depthwise
         && (1..=MAX_MULTIPLIER).contains(&multiplier)
         && w.first() == Some(&(channels * multiplier));
-    let extent = &w[2.min(w.len())..];
-    let stride1 = conv.stride.iter().all(|&s| s == 1);
-    let kernel = if stride1 {
-        matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
-    } else {
-        extent == [3, 3, 3] && conv.dilation.last() == Some(&1)
+    let Some(kind) = Kind::of(p) else {
+        return false;
     };
     let small = [p.w.len(), p.dy.len(), p.dx.len()]
         .iter()
@@ -222,28 +290,35 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let geometry = [&conv.padding, &conv.dilation, &conv.stride]
         .iter()
         .all(|v| v.iter().all(|&g| g < MAX_GEOMETRY));
-    let step = if stride1 {
-        conv.dilation.last()
-    } else {
-        conv.stride.last()
-    };
-    let fits = step.is_some_and(|&s| s <= x.last().copied().unwrap_or(0));
-    same && typed && nchw && filters && kernel && small && geometry && fits
+    let step = kind.step(&conv.stride, &conv.dilation);
+    let fits = step <= x.last().copied().unwrap_or(0);
+    same && typed && nchw && filters && small && geometry && fits
 }
 
-/// Whether the kernel is the faster choice for a problem it runs (measured on the H200,
-/// see the module documentation): every one but a half-precision undilated 2-d layer with
-/// one filter per channel and dx of at least [`HALF_CUDNN_ELEMENTS`] elements.
-fn preferred(p: &RawProblem<'_>) -> bool {
+/// Whether the kernel is the choice for a problem it runs (measured on the H200, see the
+/// module documentation): every one but some half-precision undilated square 2-d layers
+/// (3x3, 5x5, 7x7) at stride 1 with one filter per channel and dx of at least
+/// [`HALF_CUDNN_ELEMENTS`] elements. There cuDNN's NCHW depthwise engine takes about 0.6x
+/// the kernel's time a call, but cuDNN compiles it at run time, 0.2-1.1 s on a shape's
+/// first call. The measured default (`benchmark`) leaves all of them to cuDNN (and
+/// times its engines); the untimed default only the float16 3x3 and 5x5 ones, where
+/// PyTorch's default runs the same cuDNN engine (so the kernel, 1.5x slower, would lose
+/// to PyTorch there) and compiles it as well. On the others PyTorch runs its own kernel,
+/// with nothing to compile, which the kernel beats (0.4x its time).
+fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
     let conv = p.conv.params();
     let channels = p.dx.shape().get(1).copied().unwrap_or(1).max(1);
     let multiplier = p.w.shape().first().copied().unwrap_or(0) / channels;
+    let extent = &p.w.shape()[2.min(p.w.shape().len())..];
     let cudnn_half = p.dx.dtype() != DType::F32
+        && Kind::of(p) == Some(Kind::Stride1)
         && p.conv.spatial_dims() == 2
+        && fixed_filter(extent)
         && conv.dilation.iter().all(|&d| d == 1)
         && multiplier == 1
         && p.dx.len() >= HALF_CUDNN_ELEMENTS;
-    !cudnn_half
+    let as_pytorch = p.dx.dtype() == DType::F16 && matches!(extent, [3, 3] | [5, 5]);
+    !(cudnn_half && (benchmark || as_pytorch))
 }
 
 /// What `CUDNN_RS_DIRECT` asks for.
@@ -355,6 +430,11 @@ mod tests {
         /// The plan the default choice makes for the problem (the policy itself, not
         /// `CUDNN_RS_DIRECT`, which the test process may have set).
         fn plan(&self) -> Option<DirectPlan> {
+            self.plan_in(false)
+        }
+
+        /// The same for the untimed (`benchmark` false) or the measured default.
+        fn plan_in(&self, benchmark: bool) -> Option<DirectPlan> {
             let ([w, dy, dx], conv) = (self.parts(), self.conv());
             let p = RawProblem {
                 w: &w,
@@ -362,7 +442,7 @@ mod tests {
                 dx: &dx,
                 conv: &conv,
             };
-            (runs(&p) && preferred(&p))
+            (runs(&p) && preferred(&p, benchmark))
                 .then(|| DirectPlan::plan(&p))
                 .flatten()
         }
@@ -388,7 +468,7 @@ mod tests {
         }
         let rust = [
             "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
-            "sd", "sh", "sw", "flip", "alpha", "beta", "items",
+            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh",
         ];
         assert_eq!(names, rust);
         // This struct's fields in that order, four bytes apart.
@@ -415,6 +495,7 @@ mod tests {
             offset_of!(Params, alpha),
             offset_of!(Params, beta),
             offset_of!(Params, items),
+            offset_of!(Params, kh),
         ];
         let expected: Vec<usize> = (0..rust.len()).map(|i| 4 * i).collect();
         assert_eq!(offsets.to_vec(), expected);
@@ -446,14 +527,36 @@ mod tests {
             "channels last",
         );
         no(
-            Case::depthwise(&x, &[3, 3]).with(|c| c.stride = 2),
-            "strided",
+            Case::depthwise(&x, &[3, 3]).with(|c| c.stride = 3),
+            "2-d stride 3",
+        );
+        no(
+            Case::depthwise(&x, &[1, 7]).with(|c| c.stride = 2),
+            "1x7 strided",
         );
         no(
             Case::depthwise(&x, &[3, 3]).with(|c| c.w[0] = 192),
             "three filters a channel",
         );
-        no(Case::depthwise(&x, &[5, 3]), "5x3");
+        // Other 2-d filters of odd width up to 31, their height taken at run time.
+        for k in [
+            [5, 3],
+            [1, 7],
+            [7, 1],
+            [1, 3],
+            [9, 9],
+            [13, 13],
+            [31, 31],
+            [40, 31],
+        ] {
+            yes(Case::depthwise(&x, &k), &format!("{k:?}"));
+        }
+        no(Case::depthwise(&x, &[3, 4]), "an even width");
+        no(Case::depthwise(&x, &[33, 33]), "wider than 31");
+        no(
+            Case::depthwise(&[2, 96, 8, 14, 14], &[3, 5, 5]),
+            "3-d, other than 3x3x3",
+        );
         no(
             Case::depthwise(&[2, 8, 9, 9], &[3, 3]).with(|c| {
                 c.dil = 10;
@@ -487,25 +590,48 @@ mod tests {
     }
 
     #[test]
-    fn large_undilated_2d_half_problems_with_one_filter_a_channel_stay_with_cudnn() {
+    fn large_undilated_square_half_problems_with_one_filter_a_channel_stay_with_cudnn() {
         // dx: 16 * 64 * 32 * 32 = 2^20 elements; one batch less is under the bound.
         let (big, small) = ([16, 64, 32, 32], [15, 64, 32, 32]);
         for dtype in [DType::F16, DType::BF16] {
-            let case = |x: &[usize]| Case::depthwise(x, &[3, 3]).with(|c| c.dtype = dtype);
-            assert!(case(&big).plan().is_none(), "{dtype:?} large");
-            assert!(case(&small).plan().is_some(), "{dtype:?} under the bound");
-            assert!(
-                case(&big).with(|c| c.dil = 2).plan().is_some(),
-                "{dtype:?} dilated"
-            );
-            assert!(
-                case(&big).with(|c| c.w[0] = 128).plan().is_some(),
-                "{dtype:?} two filters a channel"
-            );
-            let video = Case::depthwise(&[16, 64, 4, 32, 32], &[3, 3, 3]);
-            assert!(video.with(|c| c.dtype = dtype).plan().is_some(), "3-d");
+            for k in [3, 5, 7] {
+                let case = |x: &[usize]| Case::depthwise(x, &[k, k]).with(|c| c.dtype = dtype);
+                let what = format!("{dtype:?} {k}x{k}");
+                // The measured default: cuDNN for every one of them.
+                assert!(case(&big).plan_in(true).is_none(), "{what} large, measured");
+                // The untimed default: cuDNN where PyTorch's default runs it too.
+                let pytorch_cudnn = dtype == DType::F16 && k < 7;
+                assert_eq!(case(&big).plan().is_none(), pytorch_cudnn, "{what} large");
+                for benchmark in [false, true] {
+                    assert!(
+                        case(&small).plan_in(benchmark).is_some(),
+                        "{what} under the bound"
+                    );
+                    assert!(
+                        case(&big).with(|c| c.dil = 2).plan_in(benchmark).is_some(),
+                        "{what} dilated"
+                    );
+                    assert!(
+                        case(&big)
+                            .with(|c| c.w[0] = 128)
+                            .plan_in(benchmark)
+                            .is_some(),
+                        "{what} two filters a channel"
+                    );
+                }
+            }
+            for benchmark in [false, true] {
+                let video = Case::depthwise(&[16, 64, 4, 32, 32], &[3, 3, 3]);
+                let video = video.with(|c| c.dtype = dtype);
+                assert!(video.plan_in(benchmark).is_some(), "3-d");
+                let band = Case::depthwise(&big, &[1, 7]).with(|c| c.dtype = dtype);
+                assert!(band.plan_in(benchmark).is_some(), "1x7");
+            }
         }
-        assert!(Case::depthwise(&big, &[3, 3]).plan().is_some(), "f32");
+        for benchmark in [false, true] {
+            let f32 = Case::depthwise(&big, &[3, 3]);
+            assert!(f32.plan_in(benchmark).is_some(), "f32");
+        }
     }
 
     #[test]
@@ -534,6 +660,23 @@ mod tests {
         assert_eq!(plan.entry, "dw_dgrad_k333_s1_f32");
         assert_eq!((plan.params.m, plan.params.flip), (2, 0));
         assert_eq!(plan.params.items, 4 * 3 * 5 * 2);
+        // Other 2-d filters: the width's entry point, the height an argument.
+        for (k, entry) in [
+            ([1, 7], "dw_dgrad_kw7_s1_f16"),
+            ([7, 1], "dw_dgrad_kw1_s1_f16"),
+        ] {
+            let band = Case::depthwise(&[2, 8, 10, 13], &k).with(|c| {
+                c.pad = 0;
+                c.dtype = DType::F16;
+            });
+            let plan = band.plan().expect("a plan");
+            assert_eq!(plan.entry, entry);
+            assert_eq!(plan.params.kh, k[0] as u32);
+            assert_eq!(
+                (plan.params.oh, plan.params.ow),
+                (11 - k[0] as u32, 14 - k[1] as u32)
+            );
+        }
     }
 
     #[test]
@@ -550,13 +693,49 @@ mod tests {
         assert_eq!((q.od, q.oh, q.ow), (4, 7, 8));
         // Per row, 15 columns in spans of 4 * 2 = 8: two spans, two threads each.
         assert_eq!(q.items, 2 * 6 * 8 * 14 * 2 * 2);
-        // Strided with a width dilation, or 2-d: the kernel does not run it.
+        // Strided with a width dilation: the kernel does not run it.
         let dilated = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
             c.stride = 2;
             c.dil = 2;
         });
         assert!(dilated.plan().is_none(), "strided and dilated");
-        let flat = Case::depthwise(&[2, 6, 14, 15], &[3, 3]).with(|c| c.stride = 2);
-        assert!(flat.plan().is_none(), "2-d strided");
+    }
+
+    #[test]
+    fn stride_2_2d_problems_take_it_in_spans_of_four_consecutive_columns() {
+        // 5x5, stride 2, padding 2, dx 14 x 15: dy 7 x 8; per row, 15 columns in spans
+        // of 4, one thread each: four.
+        for benchmark in [false, true] {
+            // Every type, however large: cuDNN runs none of them faster (the twin
+            // included).
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                let case = Case::depthwise(&[2, 6, 14, 15], &[5, 5]).with(|c| {
+                    c.stride = 2;
+                    c.dtype = dtype;
+                });
+                let plan = case.plan_in(benchmark).expect("a plan");
+                let q = plan.params;
+                assert_eq!((q.sh, q.sw, q.oh, q.ow), (2, 2, 7, 8));
+                assert_eq!(q.items, 2 * 6 * 14 * 4);
+                let large = Case::depthwise(&[32, 96, 112, 112], &[3, 3]).with(|c| {
+                    c.stride = 2;
+                    c.dtype = dtype;
+                });
+                assert!(large.plan_in(benchmark).is_some(), "{dtype:?} large");
+            }
+        }
+        let plan = Case::depthwise(&[1, 4, 9, 9], &[7, 7])
+            .with(|c| {
+                c.stride = 2;
+                c.dtype = DType::BF16;
+            })
+            .plan()
+            .expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_k177_s2_bf16");
+        let no = |c: Case, why: &str| assert!(c.plan().is_none(), "{why}");
+        let flat = || Case::depthwise(&[2, 6, 14, 15], &[3, 3]).with(|c| c.stride = 2);
+        no(flat().with(|c| c.dil = 2), "dilated");
+        no(flat().with(|c| c.w = vec![6, 1, 3, 5]), "3x5");
+        no(flat().with(|c| c.w = vec![6, 1, 9, 9]), "9x9");
     }
 }

@@ -17,7 +17,7 @@ const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
 
 impl CudnnContext {
     /// The kernel's plan for `p`, if the default choice runs `p` with it (decided once
-    /// per problem; a device whose driver loads no image of the kernel runs nothing with
+    /// per problem and benchmark setting; a device whose driver loads no image of the kernel runs nothing with
     /// it). The module is not loaded while the stream is being captured into a CUDA graph
     /// (a module load there could end the caller's capture): such a call goes to cuDNN,
     /// and the problem is decided again at its next call. `key` is `p`'s under
@@ -30,7 +30,7 @@ impl CudnnContext {
         if let Some(d) = self.directs.borrow_mut().get(key) {
             return d.clone();
         }
-        let Some(plan) = DirectPlan::of(p) else {
+        let Some(plan) = DirectPlan::of(p, self.benchmark.get()) else {
             self.directs.borrow_mut().insert(*key, None);
             return None;
         };

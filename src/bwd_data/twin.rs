@@ -13,9 +13,10 @@
 //! it converts dy to NHWC in the workspace (`cudnnTransformTensor`), runs the twin's
 //! default engine into an NHWC dx in the workspace, and converts that into the caller's
 //! dx, applying alpha and beta there. The filter needs no conversion: with one input
-//! channel per group, KCRS and KRSC are the same bytes. Stride-1 problems of the
-//! depthwise kernel of our own (`direct.rs`) run with it instead: the default choice asks
-//! that first.
+//! channel per group, KCRS and KRSC are the same bytes. The problems the depthwise kernel
+//! of our own (`direct.rs`) runs (stride 1 and 2-d stride 2, among others) run with it
+//! instead: the default choice asks that first. What is left here: other strides and
+//! filters (3x5 at stride 2, 9x9 strided, stride 3, dilated strided ones).
 
 use crate::convolution::{AlgoKind, RawConvolutionDescriptor};
 use crate::data_type::DType;

@@ -11,8 +11,10 @@
 // in cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is
 // read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
-// 333) and dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, any stride, width dilation 1; 2-d
-// strided layers of this kind ran slower than cuDNN's NHWC engines, so have none).
+// 333), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, every stride 1, any dilation, the
+// filter's height KH taken at run time, KW odd from 1 to 31) and
+// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, any stride, width dilation 1; 2-d strided
+// layers of this kind ran slower than cuDNN's NHWC engines, so have none).
 //
 // scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
 // which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
@@ -31,6 +33,7 @@ struct Params {
     float alpha, beta;
     unsigned items;          // work items: n c d h ceil(w / (TX step)) step, step = dw (stride 1)
                              // or sw (strided)
+    unsigned kh;             // filter height (read by the entry points that take it at run time)
 };
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
@@ -126,11 +129,13 @@ __device__ __forceinline__ void store_item(const Params& p, T* __restrict__ dx,
 // Stride 1, any dilation: each work item computes TX outputs of a row, at
 // x0, x0 + dw, ..., x0 + (TX-1) dw (dw: the width dilation). Output j meets tap e at
 // dy column x0 + pw + (j - e) dw, so the TX outputs of a filter row read TX + KW - 1
-// dy values and KW weights, held in registers, instead of TX * KW of each.
+// dy values and KW weights, held in registers, instead of TX * KW of each. KH = 0: the
+// filter's height is p.kh (the filter rows are a loop; the window needs KW fixed).
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, T* __restrict__ dx) {
-    constexpr int TAPS = KD * KH * KW;
+    const int kh = KH > 0 ? KH : static_cast<int>(p.kh);
+    const int taps = KD * kh * KW;
     constexpr int WIN = TX + KW - 1;
     const int dw = p.dw;
     const unsigned per_row = items_per_row<TX>(p, dw);
@@ -145,14 +150,14 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
         for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
         for (unsigned m = 0; m < p.m; ++m) {
             const unsigned k = c * p.m + m;
-            const T* wk = w + k * TAPS;
+            const T* wk = w + k * taps;
             const T* dyk = dy + (n * p.c * p.m + k) * volume;
 #pragma unroll
             for (int a = 0; a < KD; ++a) {
                 const int od = z + p.pd - a * p.dd;
                 if (od < 0 || od >= static_cast<int>(p.od)) continue;
 #pragma unroll
-                for (int b = 0; b < KH; ++b) {
+                for (int b = 0; b < kh; ++b) {
                     const int oh = y + p.ph - b * p.dh;
                     if (oh < 0 || oh >= static_cast<int>(p.oh)) continue;
                     const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
@@ -164,8 +169,8 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
                     }
 #pragma unroll
                     for (int e = 0; e < KW; ++e) {
-                        const int tap = (a * KH + b) * KW + e;
-                        const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+                        const int tap = (a * kh + b) * KW + e;
+                        const float f = load(wk + (p.flip ? taps - 1 - tap : tap));
 #pragma unroll
                         for (int j = 0; j < TX; ++j) acc[j] += f * v[j - e + KW - 1];
                     }
@@ -233,10 +238,98 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
     }
 }
 
+// Stride 2 in both dimensions, dilation 1 (2-d): each work item computes TX = 4
+// consecutive outputs of a row, x0 = 4g, ..., x0 + 3. Output x meets tap (b, e) at dy row
+// (y + ph - b) / 2 and column (x + pw - e) / 2 when both are whole. x0 being even, which
+// taps meet output x0 + j depends only on j and the parity PAR of pw: fixed in the code,
+// as is the dy column, base + (j + PAR - e) / 2 with base = (x0 + pw - PAR) / 2. The four
+// outputs of a filter row read S2_HI - S2_LO + 1 dy values (3 for a 3x3 filter, 5 for
+// 7x7) and the row's weights once. No division in the loops: parities and shifts.
+template <int KW, int PAR, bool HI>
+__device__ constexpr int s2_bound() {
+    int b = HI ? -1000 : 1000;
+    for (int j = 0; j < 4; ++j) {
+        for (int e = 0; e < KW; ++e) {
+            if (((j + PAR - e) & 1) == 0) {
+                const int q = (j + PAR - e) / 2;
+                b = HI ? (q > b ? q : b) : (q < b ? q : b);
+            }
+        }
+    }
+    return b;
+}
+
+template <typename T, int K, int PAR>
+__device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restrict__ w,
+                                              const T* __restrict__ dy, const Item& it,
+                                              float (&acc)[4]) {
+    constexpr int TAPS = K * K;
+    constexpr int LO = s2_bound<K, PAR, false>();
+    constexpr int WIN = s2_bound<K, PAR, true>() - LO + 1;
+    const unsigned volume = p.oh * p.ow;
+    const int base = (it.x0 + p.pw - PAR) >> 1;
+    for (unsigned m = 0; m < p.m; ++m) {
+        const unsigned k = it.c * p.m + m;
+        const T* wk = w + k * TAPS;
+        const T* dyk = dy + (it.n * p.c * p.m + k) * volume;
+#pragma unroll
+        for (int b = 0; b < K; ++b) {
+            const int yh = it.y + p.ph - b;
+            const int oh = yh >> 1;  // arithmetic: -1 for -2 (and ruled out below)
+            if ((yh & 1) || oh < 0 || oh >= static_cast<int>(p.oh)) continue;
+            const T* row = dyk + static_cast<unsigned>(oh) * p.ow;
+            float v[WIN];
+#pragma unroll
+            for (int q = 0; q < WIN; ++q) {
+                const int ow = base + LO + q;
+                v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : 0.0f;
+            }
+#pragma unroll
+            for (int e = 0; e < K; ++e) {
+                const int tap = b * K + e;
+                const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (((j + PAR - e) & 1) == 0) acc[j] += f * v[(j + PAR - e) / 2 - LO];
+                }
+            }
+        }
+    }
+}
+
+template <typename T, int K>
+__device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restrict__ w,
+                                              const T* __restrict__ dy, T* __restrict__ dx) {
+    const unsigned per_row = items_per_row<4>(p, 1);
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
+         i += blockDim.x * gridDim.x) {
+        const Item it = item_of<4>(p, i, per_row, 1);
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (p.pw & 1) {
+            dgrad_s2_item<T, K, 1>(p, w, dy, it, acc);
+        } else {
+            dgrad_s2_item<T, K, 0>(p, w, dy, it, acc);
+        }
+        store_item<T, 4>(p, dx, it, 1, acc);
+    }
+}
+
 #define ROWS(NAME, T, KD, KH, KW)                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                  \
         NAME(Params p, const T* w, const T* dy, T* dx) {                               \
         dgrad_s1_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                                  \
+    }
+
+#define BAND(NAME, T, KW)                                                               \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_s1_rows<T, 1, 0, KW, 4>(p, w, dy, dx);                                    \
+    }
+
+#define S2(NAME, T, K)                                                                  \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_s2_rows<T, K>(p, w, dy, dx);                                              \
     }
 
 #define STRIDED(NAME, T, KD, KH, KW)                                                   \
@@ -250,7 +343,26 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
     ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
     ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                         \
-    STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)
+    STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)                                 \
+    S2(dw_dgrad_k133_s2_##SUFFIX, T, 3)                                                 \
+    S2(dw_dgrad_k155_s2_##SUFFIX, T, 5)                                                 \
+    S2(dw_dgrad_k177_s2_##SUFFIX, T, 7)                                                 \
+    BAND(dw_dgrad_kw1_s1_##SUFFIX, T, 1)                                                \
+    BAND(dw_dgrad_kw3_s1_##SUFFIX, T, 3)                                                \
+    BAND(dw_dgrad_kw5_s1_##SUFFIX, T, 5)                                                \
+    BAND(dw_dgrad_kw7_s1_##SUFFIX, T, 7)                                                \
+    BAND(dw_dgrad_kw9_s1_##SUFFIX, T, 9)                                                \
+    BAND(dw_dgrad_kw11_s1_##SUFFIX, T, 11)                                              \
+    BAND(dw_dgrad_kw13_s1_##SUFFIX, T, 13)                                              \
+    BAND(dw_dgrad_kw15_s1_##SUFFIX, T, 15)                                              \
+    BAND(dw_dgrad_kw17_s1_##SUFFIX, T, 17)                                              \
+    BAND(dw_dgrad_kw19_s1_##SUFFIX, T, 19)                                              \
+    BAND(dw_dgrad_kw21_s1_##SUFFIX, T, 21)                                              \
+    BAND(dw_dgrad_kw23_s1_##SUFFIX, T, 23)                                              \
+    BAND(dw_dgrad_kw25_s1_##SUFFIX, T, 25)                                              \
+    BAND(dw_dgrad_kw27_s1_##SUFFIX, T, 27)                                              \
+    BAND(dw_dgrad_kw29_s1_##SUFFIX, T, 29)                                              \
+    BAND(dw_dgrad_kw31_s1_##SUFFIX, T, 31)
 
 ENTRIES(f32, float)
 ENTRIES(f16, Half)

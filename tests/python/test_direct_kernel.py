@@ -1,10 +1,11 @@
 """The depthwise kernel of our own (``src/kernels/depthwise_dgrad.cu``), which the default
-choice runs for NCHW depthwise layers (2-d at stride 1, 3-d; ``src/bwd_data/direct.rs``):
-results against PyTorch in float64 on fresh random inputs, with dx poisoned (beta 0) or
-accumulated into (beta != 0), and which layers run it (the profiler's kernel names). The
-2-d strided layers here, and the large half-precision undilated one, check cuDNN's paths
-the same way; with ``CUDNN_RS_DIRECT=all`` (a test below runs these tests again that way,
-in a fresh process) the large one runs the kernel too.
+choice runs for NCHW depthwise layers (2-d at stride 1 with square filters of 3 to 7 and
+filters of any height and odd width up to 31, 2-d 3x3/5x5/7x7 at stride 2, 3-d 3x3x3;
+``src/bwd_data/direct.rs``): results against PyTorch in float64 on fresh random inputs,
+with dx poisoned (beta 0) or accumulated into (beta != 0), and which layers run it (the
+profiler's kernel names). The layer of stride 3x2, and the large float16 3x3 one, check
+cuDNN's paths the same way; with ``CUDNN_RS_DIRECT=all`` (a test below runs these tests
+again that way, in a fresh process) the large one runs the kernel too.
 
 GPU tests: they skip, saying why, where no GPU is usable.
 """
@@ -29,7 +30,7 @@ import cudnn_rs as cd
 class Layer:
     x: tuple[int, ...]  # dx: N, C, spatial
     k: tuple[int, ...]  # filter extent
-    pad: int
+    pad: int | tuple[int, ...]  # every spatial dimension's, or each one's
     dil: int = 1
     multiplier: int = 1
     convolution: bool = False  # mode Convolution (flipped filter)
@@ -43,20 +44,32 @@ class Layer:
         """Whether the default choice runs this layer with the kernel (direct.rs's rule,
         under this process's ``CUDNN_RS_DIRECT``)."""
         mode = os.environ.get("CUDNN_RS_DIRECT", "")
-        runs = len(self.k) == 3 or all(s == 1 for s in self.strides)
+        square = self.k in ((3, 3), (5, 5), (7, 7))
+        if len(self.k) == 3:
+            runs = self.k == (3, 3, 3)
+        elif all(s == 1 for s in self.strides):
+            runs = square or (self.k[1] % 2 == 1 and self.k[1] <= 31)
+        else:
+            runs = square and self.strides == (2, 2) and self.dil == 1
         if mode == "0" or not runs:
             return False
         numel = 1
         for d in self.x:
             numel *= d
+        # Left to cuDNN by the untimed default: where PyTorch's default runs cuDNN too.
         cudnn_half = (
-            dtype != "float32"
-            and len(self.k) == 2
+            dtype == "float16"
+            and self.k in ((3, 3), (5, 5))
+            and self.strides == (1, 1)
             and self.dil == 1
             and self.multiplier == 1
             and numel >= 1 << 20
         )
         return mode == "all" or not cudnn_half
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        return self.pad if isinstance(self.pad, tuple) else (self.pad,) * len(self.k)
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -65,8 +78,10 @@ class Layer:
     @property
     def dy(self) -> tuple[int, ...]:
         sp = [
-            (x + 2 * self.pad - self.dil * (k - 1) - 1) // s + 1
-            for x, k, s in zip(self.x[2:], self.k, self.strides, strict=True)
+            (x + 2 * p - self.dil * (k - 1) - 1) // s + 1
+            for x, k, s, p in zip(
+                self.x[2:], self.k, self.strides, self.pads, strict=True
+            )
         ]
         return (self.x[0], self.x[1] * self.multiplier, *sp)
 
@@ -85,10 +100,22 @@ LAYERS = {
         (1, 8, 12, 15), (5, 5), 2, multiplier=2, convolution=True, stride=(2, 2)
     ),
     "7x7_s3x2_pad0": Layer((2, 4, 17, 16), (7, 7), 0, stride=(3, 2)),
+    "3x3_s2_pad0": Layer((2, 8, 10, 15), (3, 3), 0, stride=(2, 2)),
+    "5x5_s2_pad1": Layer((1, 8, 13, 18), (5, 5), 1, stride=(2, 2)),
+    "7x7_s2": Layer((2, 4, 16, 17), (7, 7), 3, stride=(2, 2)),
+    "3x3_s2_large": Layer((16, 64, 32, 32), (3, 3), 1, stride=(2, 2)),
     "3x3x3_s1x2x2": Layer((2, 8, 5, 9, 11), (3, 3, 3), 1, stride=(1, 2, 2)),
     "3x3x3_s2_pad2": Layer((1, 4, 7, 9, 8), (3, 3, 3), 2, stride=(2, 2, 2)),
-    # 2^20 elements of dx: in half precision the default leaves it to cuDNN.
+    # Other 2-d filters: the filter's height taken at run time.
+    "1x7": Layer((2, 8, 9, 13), (1, 7), (0, 3)),
+    "7x1_conv_mode": Layer((1, 8, 12, 10), (7, 1), (3, 0), convolution=True),
+    "5x3_d2_m2": Layer((2, 6, 15, 14), (5, 3), (4, 2), dil=2, multiplier=2),
+    "9x9": Layer((2, 8, 12, 11), (9, 9), 4),
+    "11x11_pad0": Layer((2, 4, 14, 16), (11, 11), 0),
+    "31x31": Layer((1, 4, 20, 33), (31, 31), 15),
+    # 2^20 elements of dx: in float16 the default leaves the 3x3 one to cuDNN.
     "3x3_large": Layer((16, 64, 32, 32), (3, 3), 1),
+    "7x7_large": Layer((16, 64, 32, 32), (7, 7), 3),
 }
 TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
 
@@ -105,7 +132,7 @@ def _reference(torch: Any, layer: Layer, w: Any, dy: Any) -> Any:
         w64,
         dy.double(),
         stride=layer.strides,
-        padding=layer.pad,
+        padding=layer.pads,
         dilation=layer.dil,
         groups=layer.x[1],
     )
@@ -128,7 +155,7 @@ def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
         else cd.ConvolutionMode.CrossCorrelation
     )
     return cd.ConvolutionDescriptor(
-        padding=(layer.pad,) * nd,
+        padding=layer.pads,
         stride=layer.strides,
         dilation=(layer.dil,) * nd,
         groups=layer.x[1],
@@ -179,7 +206,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
         w,
         dy,
         layer.strides,
-        layer.pad,
+        layer.pads,
         layer.dil,
         layer.x[1],
         mode=conv.mode,

@@ -30,17 +30,12 @@ CASES = {
     "2d": ((4, 16, 12, 11), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),
     "2d-strided-grouped": ((2, 8, 15, 14), (12, 4, 3, 3), (2, 2), (1, 1), (1, 1), 2),
     "3d": ((2, 4, 6, 7, 5), (8, 4, 3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), 1),
-    # Large enough that the default choice runs f32 NCHW through the NHWC twin.
+    # NCHW: the depthwise kernel of our own (stride 1 and 2).
     "2d-depthwise": ((4, 32, 40, 40), (32, 1, 3, 3), (1, 1), (1, 1), (1, 1), 32),
-    # Strided, with dx of 2^20 elements: f16/bf16 NCHW run through the NHWC twin too.
-    "2d-depthwise-strided": (
-        (16, 64, 32, 32),
-        (64, 1, 5, 5),
-        (2, 2),
-        (2, 2),
-        (1, 1),
-        64,
-    ),
+    "2d-depthwise-s2": ((16, 64, 32, 32), (64, 1, 5, 5), (2, 2), (2, 2), (1, 1), 64),
+    # Stride 3, which the kernel does not take, with dx of 2^20 elements: NCHW runs
+    # through the NHWC twin in every type.
+    "2d-depthwise-s3": ((16, 64, 32, 32), (64, 1, 5, 5), (3, 3), (2, 2), (1, 1), 64),
 }
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
