@@ -224,9 +224,10 @@ enum Kind {
     /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, other 2-d filters of odd width
     /// up to [`MAX_BAND_WIDTH`], and 3-d 3x3x3.
     Stride1,
-    /// 2-d, stride 2 and dilation 1 in both dimensions: 3x3, 5x5 and 7x7.
+    /// Stride 2 and dilation 1 in height and width: 2-d 3x3, 5x5 and 7x7, and 3-d 3x3x3
+    /// with a depth stride of 1 or 2 (any depth dilation).
     Stride2,
-    /// 3-d 3x3x3, any stride (not all 1), width dilation 1.
+    /// 3-d 3x3x3, the other strides (not all 1), width dilation 1.
     Strided3d,
 }
 
@@ -240,11 +241,19 @@ impl Kind {
         if all(&conv.stride, 1) {
             let band = matches!(extent, &[kh, kw] if band(kh, kw));
             (fixed_filter(extent) || band).then_some(Kind::Stride1)
-        } else if extent.len() == 2 {
-            let square = matches!(extent, [3, 3] | [5, 5] | [7, 7]);
-            (square && all(&conv.stride, 2) && all(&conv.dilation, 1)).then_some(Kind::Stride2)
         } else {
-            (extent == [3, 3, 3] && conv.dilation.last() == Some(&1)).then_some(Kind::Strided3d)
+            // Height and width: the last two dimensions.
+            fn plane(v: &[usize]) -> &[usize] {
+                &v[v.len().saturating_sub(2)..]
+            }
+            let depth_ok = conv.stride.len() == 2 || matches!(conv.stride.first(), Some(1 | 2));
+            let stride2 = all(plane(&conv.stride), 2) && all(plane(&conv.dilation), 1);
+            let filter = matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3]);
+            if filter && stride2 && depth_ok {
+                Some(Kind::Stride2)
+            } else {
+                (extent == [3, 3, 3] && conv.dilation.last() == Some(&1)).then_some(Kind::Strided3d)
+            }
         }
     }
 
@@ -360,8 +369,9 @@ mod tests {
     use crate::tensor::{RawDescriptor, Role};
     use std::mem::offset_of;
 
-    /// A stride-`stride` problem with dx `x`, filter `w` (its spatial extent and
-    /// dilation `dil` fix dy), padding `pad`, `groups`, all of `dtype` and `format`.
+    /// A stride-`stride` problem (3-d: of depth stride `depth_stride` if given) with dx
+    /// `x`, filter `w` (its spatial extent and dilation `dil` fix dy), padding `pad`,
+    /// `groups`, all of `dtype` and `format`.
     struct Case {
         dtype: DType,
         format: Format,
@@ -369,6 +379,7 @@ mod tests {
         w: Vec<usize>,
         groups: usize,
         stride: usize,
+        depth_stride: Option<usize>,
         pad: usize,
         dil: usize,
         mode: ConvolutionMode,
@@ -385,6 +396,7 @@ mod tests {
                 w,
                 groups: x[1],
                 stride: 1,
+                depth_stride: None,
                 pad: k[0] / 2,
                 dil: 1,
                 mode: ConvolutionMode::CrossCorrelation,
@@ -397,10 +409,20 @@ mod tests {
             c
         }
 
+        /// The stride of each spatial dimension.
+        fn strides(&self) -> Vec<usize> {
+            let mut s = vec![self.stride; self.x.len() - 2];
+            if let (Some(d), 3) = (self.depth_stride, s.len()) {
+                s[0] = d;
+            }
+            s
+        }
+
         fn parts(&self) -> [RawDescriptor; 3] {
+            let strides = self.strides();
             let out = |(i, &x): (usize, &usize)| {
                 let k = self.w[i + 2];
-                (x + 2 * self.pad - self.dil * (k - 1) - 1) / self.stride + 1
+                (x + 2 * self.pad - self.dil * (k - 1) - 1) / strides[i] + 1
             };
             let mut y = vec![self.x[0], self.w[0]];
             y.extend(self.x[2..].iter().enumerate().map(out));
@@ -418,7 +440,7 @@ mod tests {
             let n = self.x.len() - 2;
             let params = ConvParams::new(
                 &vec![self.pad as i64; n],
-                &vec![self.stride as i64; n],
+                &self.strides().iter().map(|&s| s as i64).collect::<Vec<_>>(),
                 &vec![self.dil as i64; n],
                 self.groups as i64,
                 self.mode,
@@ -681,18 +703,39 @@ mod tests {
 
     #[test]
     fn strided_3d_problems_take_it_with_the_width_stride_as_the_step() {
-        // A 3x3x3 layer of stride 2, dx 8 x 14 x 15.
+        // A 3x3x3 layer of stride 3, dx 8 x 14 x 15.
         let case = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
-            c.stride = 2;
+            c.stride = 3;
             c.dtype = DType::F16;
         });
         let plan = case.plan().expect("a plan");
         assert_eq!(plan.entry, "dw_dgrad_k333_strided_f16");
         let q = plan.params;
-        assert_eq!((q.sd, q.sh, q.sw), (2, 2, 2));
-        assert_eq!((q.od, q.oh, q.ow), (4, 7, 8));
-        // Per row, 15 columns in spans of 4 * 2 = 8: two spans, two threads each.
-        assert_eq!(q.items, 2 * 6 * 8 * 14 * 2 * 2);
+        assert_eq!((q.sd, q.sh, q.sw), (3, 3, 3));
+        assert_eq!((q.od, q.oh, q.ow), (3, 5, 5));
+        // Per row, 15 columns in spans of 4 * 3 = 12: two spans, three threads each.
+        assert_eq!(q.items, 2 * 6 * 8 * 14 * 2 * 3);
+        // Height and width stride 2, depth stride 1 or 2: the stride-2 entry point, four
+        // consecutive columns a work item (15 columns: four items a row).
+        for depth in [1, 2] {
+            let case = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
+                c.stride = 2;
+                c.depth_stride = Some(depth);
+            });
+            let plan = case.plan().expect("a plan");
+            assert_eq!(plan.entry, "dw_dgrad_k333_s2_f32");
+            let q = plan.params;
+            assert_eq!((q.sd, q.sh, q.sw), (depth as i32, 2, 2));
+            assert_eq!((q.od, q.oh, q.ow), (if depth == 1 { 8 } else { 4 }, 7, 8));
+            assert_eq!(q.items, 2 * 6 * 8 * 14 * 4);
+        }
+        // Depth stride 3 with height and width stride 2: the general strided entry.
+        let deep = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
+            c.stride = 2;
+            c.depth_stride = Some(3);
+        });
+        let plan = deep.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_k333_strided_f32");
         // Strided with a width dilation: the kernel does not run it.
         let dilated = Case::depthwise(&[2, 6, 8, 14, 15], &[3, 3, 3]).with(|c| {
             c.stride = 2;

@@ -12,9 +12,10 @@
 // read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
 // 333), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, every stride 1, any dilation, the
-// filter's height KH taken at run time, KW odd from 1 to 31) and
-// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, any stride, width dilation 1; 2-d strided
-// layers of this kind ran slower than cuDNN's NHWC engines, so have none).
+// filter's height KH taken at run time, KW odd from 1 to 31),
+// dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width stride 2 and dilation 1:
+// 133, 155, 177, and 333 with depth stride 1 or 2) and
+// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1).
 //
 // scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
 // which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
@@ -238,13 +239,14 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
     }
 }
 
-// Stride 2 in both dimensions, dilation 1 (2-d): each work item computes TX = 4
-// consecutive outputs of a row, x0 = 4g, ..., x0 + 3. Output x meets tap (b, e) at dy row
-// (y + ph - b) / 2 and column (x + pw - e) / 2 when both are whole. x0 being even, which
-// taps meet output x0 + j depends only on j and the parity PAR of pw: fixed in the code,
-// as is the dy column, base + (j + PAR - e) / 2 with base = (x0 + pw - PAR) / 2. The four
-// outputs of a filter row read S2_HI - S2_LO + 1 dy values (3 for a 3x3 filter, 5 for
-// 7x7) and the row's weights once. No division in the loops: parities and shifts.
+// Stride 2 in height and width, dilation 1 there (in 3-d: depth stride 1 or 2, any depth
+// dilation): each work item computes TX = 4 consecutive outputs of a row, x0 = 4g, ...,
+// x0 + 3. Output x meets tap (b, e) at dy row (y + ph - b) / 2 and column
+// (x + pw - e) / 2 when both are whole. x0 being even, which taps meet output x0 + j
+// depends only on j and the parity PAR of pw: fixed in the code, as is the dy column,
+// base + (j + PAR - e) / 2 with base = (x0 + pw - PAR) / 2. The four outputs of a filter
+// row read s2_bound's span of dy values (3 for a 3x3 filter, 5 for 7x7) and the row's
+// weights once. No division in the loops: parities and shifts.
 template <int KW, int PAR, bool HI>
 __device__ constexpr int s2_bound() {
     int b = HI ? -1000 : 1000;
@@ -259,25 +261,33 @@ __device__ constexpr int s2_bound() {
     return b;
 }
 
-template <typename T, int K, int PAR>
+template <typename T, int KD, int K, int PAR>
 __device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, const Item& it,
                                               float (&acc)[4]) {
-    constexpr int TAPS = K * K;
+    constexpr int TAPS = KD * K * K;
     constexpr int LO = s2_bound<K, PAR, false>();
     constexpr int WIN = s2_bound<K, PAR, true>() - LO + 1;
-    const unsigned volume = p.oh * p.ow;
+    const unsigned volume = p.od * (p.oh * p.ow);
     const int base = (it.x0 + p.pw - PAR) >> 1;
     for (unsigned m = 0; m < p.m; ++m) {
         const unsigned k = it.c * p.m + m;
         const T* wk = w + k * TAPS;
         const T* dyk = dy + (it.n * p.c * p.m + k) * volume;
 #pragma unroll
+        for (int a = 0; a < KD; ++a) {
+        int od = 0;
+        if (KD > 1) {  // depth stride sd: 1 or 2
+            const int zd = it.z + p.pd - a * p.dd;
+            od = p.sd == 1 ? zd : zd >> 1;
+            if (zd < 0 || (p.sd != 1 && (zd & 1)) || od >= static_cast<int>(p.od)) continue;
+        }
+#pragma unroll
         for (int b = 0; b < K; ++b) {
             const int yh = it.y + p.ph - b;
             const int oh = yh >> 1;  // arithmetic: -1 for -2 (and ruled out below)
             if ((yh & 1) || oh < 0 || oh >= static_cast<int>(p.oh)) continue;
-            const T* row = dyk + static_cast<unsigned>(oh) * p.ow;
+            const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
             float v[WIN];
 #pragma unroll
             for (int q = 0; q < WIN; ++q) {
@@ -286,7 +296,7 @@ __device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restri
             }
 #pragma unroll
             for (int e = 0; e < K; ++e) {
-                const int tap = b * K + e;
+                const int tap = (a * K + b) * K + e;
                 const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
@@ -294,10 +304,11 @@ __device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restri
                 }
             }
         }
+        }
     }
 }
 
-template <typename T, int K>
+template <typename T, int KD, int K>
 __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, T* __restrict__ dx) {
     const unsigned per_row = items_per_row<4>(p, 1);
@@ -306,9 +317,9 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
         const Item it = item_of<4>(p, i, per_row, 1);
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (p.pw & 1) {
-            dgrad_s2_item<T, K, 1>(p, w, dy, it, acc);
+            dgrad_s2_item<T, KD, K, 1>(p, w, dy, it, acc);
         } else {
-            dgrad_s2_item<T, K, 0>(p, w, dy, it, acc);
+            dgrad_s2_item<T, KD, K, 0>(p, w, dy, it, acc);
         }
         store_item<T, 4>(p, dx, it, 1, acc);
     }
@@ -326,10 +337,10 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
         dgrad_s1_rows<T, 1, 0, KW, 4>(p, w, dy, dx);                                    \
     }
 
-#define S2(NAME, T, K)                                                                  \
+#define S2(NAME, T, KD, K)                                                              \
     extern "C" __global__ void __launch_bounds__(256)                                  \
         NAME(Params p, const T* w, const T* dy, T* dx) {                               \
-        dgrad_s2_rows<T, K>(p, w, dy, dx);                                              \
+        dgrad_s2_rows<T, KD, K>(p, w, dy, dx);                                          \
     }
 
 #define STRIDED(NAME, T, KD, KH, KW)                                                   \
@@ -344,9 +355,10 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
     ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                         \
     STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)                                 \
-    S2(dw_dgrad_k133_s2_##SUFFIX, T, 3)                                                 \
-    S2(dw_dgrad_k155_s2_##SUFFIX, T, 5)                                                 \
-    S2(dw_dgrad_k177_s2_##SUFFIX, T, 7)                                                 \
+    S2(dw_dgrad_k133_s2_##SUFFIX, T, 1, 3)                                              \
+    S2(dw_dgrad_k155_s2_##SUFFIX, T, 1, 5)                                              \
+    S2(dw_dgrad_k177_s2_##SUFFIX, T, 1, 7)                                              \
+    S2(dw_dgrad_k333_s2_##SUFFIX, T, 3, 3)                                              \
     BAND(dw_dgrad_kw1_s1_##SUFFIX, T, 1)                                                \
     BAND(dw_dgrad_kw3_s1_##SUFFIX, T, 3)                                                \
     BAND(dw_dgrad_kw5_s1_##SUFFIX, T, 5)                                                \

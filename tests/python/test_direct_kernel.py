@@ -106,6 +106,10 @@ LAYERS = {
     "3x3_s2_large": Layer((16, 64, 32, 32), (3, 3), 1, stride=(2, 2)),
     "3x3x3_s1x2x2": Layer((2, 8, 5, 9, 11), (3, 3, 3), 1, stride=(1, 2, 2)),
     "3x3x3_s2_pad2": Layer((1, 4, 7, 9, 8), (3, 3, 3), 2, stride=(2, 2, 2)),
+    "3x3x3_s3": Layer((1, 4, 7, 10, 8), (3, 3, 3), 1, stride=(3, 3, 3)),
+    "3x3x3_s2x1x2_m2": Layer(
+        (2, 4, 6, 9, 11), (3, 3, 3), 1, multiplier=2, stride=(2, 1, 2)
+    ),
     # Other 2-d filters: the filter's height taken at run time.
     "1x7": Layer((2, 8, 9, 13), (1, 7), (0, 3)),
     "7x1_conv_mode": Layer((1, 8, 12, 10), (7, 1), (3, 0), convolution=True),
