@@ -46,7 +46,7 @@ wheel_check() { # the installed wheel (from a fresh --target), the Python, the d
   python3 -m cudnn_rs info && python3 -m cudnn_rs demo
 }
 export -f wheel_check
-# compute-sanitizer memcheck on the replay, engine, refusal and twin tests (pip cuDNN).
+# compute-sanitizer memcheck on the replay, engine, refusal, twin and kernel tests (pip cuDNN).
 memcheck_subset() {
   local cs
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
@@ -55,7 +55,7 @@ memcheck_subset() {
     return
   fi
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run memcheck "$1" "$cs" --tool memcheck --error-exitcode 9 \
-    .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds
+    .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds kernel_module
 }
 run() {
   local name=$1 limit=$2; shift 2

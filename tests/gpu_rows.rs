@@ -972,13 +972,39 @@ fn depthwise_f32_nchw_default_with_the_kernel_of_our_own_matches_the_reference()
     depthwise_f32_nchw_default(2, 5, 1, false);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn contexts_of_one_device_share_the_kernel_module_and_outlive_each_other() {
+    // The first context loads the depthwise kernel's module; a second one, made while the
+    // first lives, shares it; with the first gone the second still runs it, and a third
+    // made after both are gone loads it again.
+    let first = context();
+    depthwise_f32_nchw_default_on(&first, 1, 3, 1, false);
+    let second = context();
+    depthwise_f32_nchw_default_on(&second, 2, 3, 1, false);
+    drop(first);
+    depthwise_f32_nchw_default_on(&second, 1, 7, 1, false);
+    drop(second);
+    depthwise_f32_nchw_default_on(&context(), 2, 7, 1, false);
+}
+
+/// [`depthwise_f32_nchw_default_on`] on a new context.
+fn depthwise_f32_nchw_default(stride: usize, k: usize, dil: usize, twin: bool) {
+    depthwise_f32_nchw_default_on(&context(), stride, k, dil, twin);
+}
+
 /// A depthwise f32 NCHW layer of 32 channels, dx 4 x 32 x 40 x 40, a `k` x `k` filter
 /// with dilation `dil` padded to keep the size (divided by `stride`), through the default
-/// choice with alpha and beta, against the reference; `twin`: the default choice runs it
-/// through its NHWC twin (which needs a workspace for both copies), else with the kernel
-/// of our own (no workspace).
-fn depthwise_f32_nchw_default(stride: usize, k: usize, dil: usize, twin: bool) {
-    let ctx = context();
+/// choice of `ctx` with alpha and beta, against the reference; `twin`: the default choice
+/// runs it through its NHWC twin (which needs a workspace for both copies), else with the
+/// kernel of our own (no workspace).
+fn depthwise_f32_nchw_default_on(
+    ctx: &CudnnContext,
+    stride: usize,
+    k: usize,
+    dil: usize,
+    twin: bool,
+) {
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(29 + (stride * 100 + k * 10 + dil) as u64);
     let (n, c, hw) = (4usize, 32usize, 40usize);
