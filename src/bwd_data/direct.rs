@@ -14,7 +14,8 @@
 //!
 //! The kernel computes four outputs of a row per thread from values held in registers:
 //! 0.33-0.58x PyTorch's time on the stride-1 layers above, 0.21-0.29x (f32) on 2-d
-//! stride-2 ones, 0.38-0.95x on the strided 3-d ones, and less than cuDNN's on the other
+//! stride-2 ones, 0.12-0.46x on 3-d ones strided 2 in height and width (MViT's pooling;
+//! 0.38-0.95x at other strides), and less than cuDNN's on the other
 //! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
 //! exception: cuDNN's NCHW engine is faster there (see [`preferred`]).
