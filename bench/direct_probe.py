@@ -62,6 +62,30 @@ ROWS = [
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 
 
+def calls(c, n, dt, fmt=torch.contiguous_format, gen=None):
+    """Fresh random operands of layer `c` at batch `n`, type `dt`, memory format `fmt`,
+    and three functions of them: PyTorch's default dgrad, ours (`conv_input_grad`), and
+    a call's error against PyTorch's dgrad in float64 (relative, in the norm)."""
+    w = torch.randn(c.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn((n, *c.out), device="cuda", dtype=dt, generator=gen)
+    w, dy = w.contiguous(memory_format=fmt), dy.contiguous(memory_format=fmt)
+    x = torch.empty((n, *c.x), device="cuda", dtype=dt).contiguous(memory_format=fmt)
+    ref = dgrad(dy.double(), x.double(), w.double(), c)
+    shape = tuple(x.shape)
+    args = (c.stride, c.padding, c.dilation, c.groups)
+
+    def theirs():
+        return dgrad(dy, x, w, c)
+
+    def ours():
+        return cd.conv_input_grad(shape, w, dy, *args)
+
+    def err(f):
+        return ((f().double() - ref).norm() / ref.norm()).item()
+
+    return theirs, ours, err
+
+
 def host(timer: Timer) -> None:
     """Host time per call of the one-call API on a tiny depthwise problem (1x8x8x8, 3x3,
     so that the GPU waits on the host): wall time of 2000 calls, best of five."""
@@ -94,22 +118,7 @@ def main() -> int:
     for c, n, label in ROWS:
         for name, dt in DTYPES:
             set_torch_flags(tf32=False, benchmark=False)
-            w = torch.randn(c.w, device="cuda", dtype=dt)
-            dy = torch.randn((n, *c.out), device="cuda", dtype=dt)
-            x = torch.empty((n, *c.x), device="cuda", dtype=dt)
-            ref = dgrad(dy.double(), x.double(), w.double(), c)
-            shape = tuple(x.shape)
-            args = (c.stride, c.padding, c.dilation, c.groups)
-
-            def theirs(dy=dy, x=x, w=w, c=c):
-                return dgrad(dy, x, w, c)
-
-            def ours(w=w, dy=dy, shape=shape, args=args):
-                return cd.conv_input_grad(shape, w, dy, *args)
-
-            def err(f, ref=ref):
-                return ((f().double() - ref).norm() / ref.norm()).item()
-
+            theirs, ours, err = calls(c, n, dt)
             tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
             print(
                 f"{label:18} N={n:3} {name:5} torch {tt:.4f} ours {to:.4f} "

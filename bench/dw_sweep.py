@@ -20,10 +20,8 @@ import sys
 
 import torch
 from broad import Timer, set_torch_flags, torch_kernels
-from broad import torch_dgrad as dgrad
+from direct_probe import calls
 from zoo import Conv
-
-import cudnn_rs as cd
 
 
 def dw2d(c: int, k: tuple[int, int], s: int, hw: int) -> Conv:
@@ -75,26 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, dt in dtypes:
                 set_torch_flags(tf32=False, benchmark=False)
                 gen = torch.Generator(device="cuda").manual_seed(0)
-                w = torch.randn(c.w, device="cuda", dtype=dt, generator=gen)
-                dy = torch.randn((n, *c.out), device="cuda", dtype=dt, generator=gen)
-                w = w.contiguous(memory_format=fmt)
-                dy = dy.contiguous(memory_format=fmt)
-                x = torch.empty((n, *c.x), device="cuda", dtype=dt).contiguous(
-                    memory_format=fmt
-                )
-                ref = dgrad(dy.double(), x.double(), w.double(), c)
-                shape = tuple(x.shape)
-                cargs = (c.stride, c.padding, c.dilation, c.groups)
-
-                def theirs(dy=dy, x=x, w=w, c=c):
-                    return dgrad(dy, x, w, c)
-
-                def ours(w=w, dy=dy, shape=shape, cargs=cargs):
-                    return cd.conv_input_grad(shape, w, dy, *cargs)
-
-                def err(f, ref=ref):
-                    return ((f().double() - ref).norm() / ref.norm()).item()
-
+                theirs, ours, err = calls(c, n, dt, fmt, gen)
                 tf, of = timer.first_call_ms(theirs), timer.first_call_ms(ours)
                 tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
                 ratio = to / tt
