@@ -15,7 +15,7 @@ const PTX: &str = include_str!("../kernels/depthwise_dgrad.ptx");
 const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.cubin");
 const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
 
-/// The modules loaded, by CUDA context (its handle's address): the contexts of one device
+/// The modules loaded, by CUDA context (the `CUcontext`'s address): the contexts of one device
 /// (cudarc's, on the device's primary context) share one while any of them holds it, so a
 /// new handle's first kernel problem does not load the 1.2 MB image again (1.5 ms on the
 /// H200). A module holds its CUDA context, so a live entry's address is that context's.
@@ -23,8 +23,8 @@ static MODULES: Mutex<Vec<(usize, Weak<CudaModule>)>> = Mutex::new(Vec::new());
 
 impl CudnnContext {
     /// The kernel's plan for `p`, if the default choice runs `p` with it (decided once
-    /// per problem and benchmark setting; a device whose driver loads no image of the kernel runs nothing with
-    /// it). The module is not loaded while the stream is being captured into a CUDA graph
+    /// per problem and benchmark setting; a device whose driver loads no image of the
+    /// kernel runs nothing with it). The module is not loaded while the stream is being captured into a CUDA graph
     /// (a module load there could end the caller's capture): such a call goes to cuDNN,
     /// and the problem is decided again at its next call. `key` is `p`'s under
     /// `Route::Default`.
