@@ -440,6 +440,17 @@ def _copied(obj: Any, lib: str) -> bool:
     return lib == "numpy" and (obj.dtype.name in _COPIED or not obj.dtype.isnative)
 
 
+def _numpy_dense_input(obj: Any, lib: str) -> Any:
+    """An input array as it is, or, a NumPy array neither contiguous nor channels-last,
+    a contiguous copy of it."""
+    if lib != "numpy" or obj.flags.c_contiguous:
+        return obj
+    nd = obj.ndim
+    if nd >= 3 and obj.transpose(0, *range(2, nd), 1).flags.c_contiguous:
+        return obj
+    return sys.modules["numpy"].ascontiguousarray(obj)
+
+
 def _numpy_format(obj: Any, what: str) -> Any:
     """NCHW or NHWC, as a dense NumPy array's strides say (ShapeError otherwise, as a
     shared array's import says)."""
@@ -503,9 +514,11 @@ def conv_input_grad(
     Returns an array of ``grad_output``'s library on its device (a cudnn_rs ``Tensor``
     for cudnn_rs and unknown libraries), written without copies; or ``out``, filled in.
     dtype and layout follow ``grad_output`` (channels-last strides give a channels-last
-    result); the compute type is f64 for f64 arrays, f32 otherwise. Operands must be
-    dense (contiguous or channels-last): others raise ``ShapeError`` naming the fix,
-    since a silent copy would hide its cost.
+    result); the compute type is f64 for f64 arrays, f32 otherwise. NumPy arrays of
+    other strides (slices, transposes) are copied to contiguous ones first; other
+    libraries' operands must be dense (contiguous or channels-last): others raise
+    ``ShapeError`` naming the fix, since a silent copy of device memory would hide its
+    cost.
 
     Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
     device (bfloat16 NumPy arrays, which DLPack cannot carry, are copied in and the
@@ -569,6 +582,10 @@ def conv_input_grad(
             return fast  # type: ignore[no-any-return]
     lib = _library(grad_output)
     wlib = _library(weight)
+    # Any NumPy operand: one of other strides (a slice, a transpose) is copied to a
+    # contiguous one first, which the CPU device then reads in place.
+    grad_output = _numpy_dense_input(grad_output, lib)
+    weight = _numpy_dense_input(weight, wlib)
     dev = _device(grad_output, lib, "grad_output")
     wdev = _device(weight, wlib, "weight")
     if dev != wdev and -1 not in (dev[1], wdev[1]):

@@ -94,8 +94,10 @@ def test_bfloat16_numpy_arrays_in_either_layout_and_out(
         with pytest.raises(error):
             cd.conv_input_grad(x_shape, w, dy, *args, out=bad)
         np.testing.assert_array_equal(bad, before)
-    with pytest.raises(cd.ShapeError, match="dense"):
-        cd.conv_input_grad(x_shape, w, np.repeat(dy, 2, axis=3)[..., ::2], *args)
+    # A strided view (any NumPy array is taken): copied first, the same values.
+    view = np.repeat(dy, 2, axis=3)[..., ::2]
+    gx = cd.conv_input_grad(x_shape, w, view, *args)
+    assert_close(gx, ref, "bf16", "bfloat16 grad_output as a strided view")
 
 
 def test_depthwise_filter_follows_a_channels_last_grad_output(
@@ -231,13 +233,28 @@ def test_a_shape_no_convolution_produces(rng: np.random.Generator) -> None:
         cd.conv_input_grad((2, 5, 9, 8), w, dy, 1, 1)
 
 
-def test_non_contiguous_input_is_refused_with_the_fix(rng: np.random.Generator) -> None:
-    w = nonzero_values(rng, (6, 4, 3, 3), "f32")
-    dy = nonzero_values(rng, (2, 6, 9, 16), "f32")[..., ::2]
-    out = _poisoned((2, 4, 9, 8))
-    with pytest.raises(cd.ShapeError, match="contiguous"):
-        cd.conv_input_grad((2, 4, 9, 8), w, dy, 1, 1, out=out)
-    assert _untouched(out)
+@pytest.mark.parametrize("case", CASES, ids=["2d", "2d-strided-grouped", "3d"])
+def test_numpy_operands_of_any_strides_are_taken(
+    rng: np.random.Generator, case: Any
+) -> None:
+    # The contract takes any NumPy array: views that are neither contiguous nor
+    # channels-last (a slice, a Fortran-ordered copy, a reversed view) are copied first
+    # and give the same values; the operands are left as they were.
+    w, dy, x_shape, p, ref = _case(rng, case, "f32")
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    sliced = np.repeat(dy, 2, axis=-1)[..., ::2]
+    reversed_w = np.ascontiguousarray(w[..., ::-1])[..., ::-1]
+    for weight, grad in [
+        (np.asfortranarray(w), sliced),
+        (reversed_w, np.asfortranarray(dy)),
+    ]:
+        assert not grad.flags.c_contiguous and not weight.flags.c_contiguous
+        before = (weight.copy(), grad.copy())
+        out = _poisoned(x_shape)
+        assert cd.conv_input_grad(x_shape, weight, grad, *args, out=out) is out
+        assert_close(out, ref, "f32", "strided NumPy operands")
+        np.testing.assert_array_equal(weight, before[0])
+        np.testing.assert_array_equal(grad, before[1])
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
