@@ -99,7 +99,7 @@ impl ForeignMemory {
     /// Fresh zeroed memory of the same kind, for trial runs.
     pub(crate) fn blank(&self, nbytes: usize) -> Result<Storage> {
         match &self.ctx {
-            None => Ok(Storage::Host(vec![0u64; nbytes.div_ceil(8)])),
+            None => Ok(Storage::Host(host_words(nbytes.div_ceil(8))?)),
             Some(ctx) => {
                 let stream = ctx.default_stream();
                 let mut slice = crate::context::alloc_bytes(&stream, nbytes)?;
@@ -505,7 +505,7 @@ impl TensorCore {
         let mut mark = None;
         let storage = match handle.inner.device {
             DeviceId::Cpu => {
-                let mut words = vec![0u64; nbytes.div_ceil(8)];
+                let mut words = host_words(nbytes.div_ceil(8))?;
                 if let Some(src) = init {
                     bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..nbytes].copy_from_slice(src);
                 }
@@ -571,6 +571,18 @@ impl TensorCore {
     }
 }
 
+/// `words` zeroed words of host memory (the CPU device's), or an out-of-memory error
+/// where the host cannot hold them (a plain allocation would end the process).
+pub(crate) fn host_words(words: usize) -> Result<Vec<u64>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(words).map_err(|_| Error::OutOfMemory {
+        requested_bytes: words.saturating_mul(8),
+        detail: "host memory of the CPU device".to_string(),
+    })?;
+    v.resize(words, 0);
+    Ok(v)
+}
+
 impl TensorCore {
     /// A tensor of the same description and device, for trial runs.
     pub(crate) fn scratch_like(other: &TensorCore) -> Result<TensorCore> {
@@ -581,7 +593,7 @@ impl TensorCore {
             other.desc.shape(),
         )?;
         let storage = match &*other.read() {
-            Storage::Host(w) => Storage::Host(vec![0u64; w.len()]),
+            Storage::Host(w) => Storage::Host(host_words(w.len())?),
             Storage::Device(s) => Storage::Device(alloc_bytes(s.stream(), other.desc.nbytes())?),
             Storage::Foreign(f) => f.blank(other.desc.nbytes())?,
         };

@@ -16,6 +16,9 @@ pub(crate) struct PyWorkspace {
     pub device: DeviceId,
     pub nbytes: usize,
     memory: Mutex<Option<CudaSlice<u8>>>,
+    /// On the CPU device, whose calls use no workspace: the bytes reserved (not written),
+    /// so that a size the host cannot hold fails here as on a GPU.
+    _host: Vec<u8>,
     /// The stream the memory is freed on, with its owner: dropped after `memory`.
     _home: Option<super::streams::StreamMark>,
 }
@@ -52,6 +55,19 @@ impl PyWorkspace {
             )
         })?;
         let inner = Arc::clone(&handle.get().inner);
+        let mut host = Vec::new();
+        if inner.device == DeviceId::Cpu {
+            host.try_reserve_exact(nbytes).map_err(|_| {
+                let detail = "host memory for a CPU-device workspace".to_string();
+                to_py(
+                    py,
+                    Error::OutOfMemory {
+                        requested_bytes: nbytes,
+                        detail,
+                    },
+                )
+            })?;
+        }
         let (memory, home) = match inner.device {
             DeviceId::Cpu => (None, None),
             DeviceId::Cuda(_) if nbytes == 0 => (None, None),
@@ -65,6 +81,7 @@ impl PyWorkspace {
             device: handle.get().inner.device,
             nbytes,
             memory: Mutex::new(memory),
+            _host: host,
             _home: home,
         })
     }

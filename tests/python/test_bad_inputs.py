@@ -94,6 +94,19 @@ def test_negative_workspace_size(cpu: cd.Handle) -> None:
         cd.Workspace(cpu, -1)
 
 
+@pytest.mark.parametrize("size", [2**62, 2**63 - 1])
+def test_a_workspace_the_host_cannot_hold_is_out_of_memory(
+    cpu: cd.Handle, size: int
+) -> None:
+    # The CPU device's calls use no workspace, but a size no memory holds fails as on a
+    # GPU: DeviceMemoryError, also a MemoryError, naming the size.
+    with pytest.raises(cd.DeviceMemoryError, match=str(size)) as caught:
+        cd.Workspace(cpu, size)
+    assert isinstance(caught.value, MemoryError)
+    # A size the host holds is fine, and reports its bytes.
+    assert cd.Workspace(cpu, 1 << 20).nbytes == 1 << 20
+
+
 @pytest.mark.parametrize(
     "device, error, message",
     [
