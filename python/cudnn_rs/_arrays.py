@@ -440,13 +440,21 @@ def _copied(obj: Any, lib: str) -> bool:
     return lib == "numpy" and (obj.dtype.name in _COPIED or not obj.dtype.isnative)
 
 
+def _numpy_layout(obj: Any) -> Any:
+    """NCHW (contiguous) or NHWC (channels-last) as a NumPy array's strides say, or None
+    when they say neither."""
+    if obj.flags.c_contiguous:
+        return _NCHW
+    nd = obj.ndim
+    if nd >= 3 and obj.transpose(0, *range(2, nd), 1).flags.c_contiguous:
+        return _NHWC
+    return None
+
+
 def _numpy_dense_input(obj: Any, lib: str) -> Any:
     """An input array as it is, or, a NumPy array neither contiguous nor channels-last,
     a contiguous copy of it."""
-    if lib != "numpy" or obj.flags.c_contiguous:
-        return obj
-    nd = obj.ndim
-    if nd >= 3 and obj.transpose(0, *range(2, nd), 1).flags.c_contiguous:
+    if lib != "numpy" or _numpy_layout(obj) is not None:
         return obj
     return sys.modules["numpy"].ascontiguousarray(obj)
 
@@ -454,11 +462,9 @@ def _numpy_dense_input(obj: Any, lib: str) -> Any:
 def _numpy_format(obj: Any, what: str) -> Any:
     """NCHW or NHWC, as a dense NumPy array's strides say (ShapeError otherwise, as a
     shared array's import says)."""
-    if obj.flags.c_contiguous:
-        return _NCHW
-    nd = obj.ndim
-    if nd >= 3 and obj.transpose(0, *range(2, nd), 1).flags.c_contiguous:
-        return _NHWC
+    layout = _numpy_layout(obj)
+    if layout is not None:
+        return layout
     raise ShapeError(
         f"{what} of shape {tuple(obj.shape)} has strides {obj.strides} (in bytes), "
         "which are neither contiguous NCHW nor channels-last NHWC; make it dense "
