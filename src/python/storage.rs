@@ -572,15 +572,13 @@ impl TensorCore {
 }
 
 /// `words` zeroed words of host memory (the CPU device's), or an out-of-memory error
-/// where the host cannot hold them (a plain allocation would end the process).
+/// where the host cannot hold them (`vec![0; n]` would end the process). Zeroed by the
+/// allocator, as `vec![0; n]` is (large blocks come as fresh zero pages, not written).
 pub(crate) fn host_words(words: usize) -> Result<Vec<u64>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(words).map_err(|_| Error::OutOfMemory {
+    bytemuck::allocation::try_zeroed_vec(words).map_err(|()| Error::OutOfMemory {
         requested_bytes: words.saturating_mul(8),
         detail: "host memory of the CPU device".to_string(),
-    })?;
-    v.resize(words, 0);
-    Ok(v)
+    })
 }
 
 impl TensorCore {
