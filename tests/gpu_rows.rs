@@ -17,6 +17,19 @@ use rand::{Rng, SeedableRng};
 
 const REASON: &str = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)";
 
+/// The CPU reference on NCHW operands: `out = alpha * dgrad(w, dy) + beta * out`.
+fn naive_nchw<T: RefElement>(
+    geo: &BwdDataGeometry,
+    alpha: f64,
+    w: &[T],
+    dy: &[T],
+    beta: f64,
+    out: &mut [T],
+) {
+    let f = Format::Nchw;
+    convolution_backward_data_naive(geo, f, f, f, alpha, w, dy, beta, out).unwrap();
+}
+
 fn context() -> CudnnContext {
     match CudnnContext::new(0) {
         Ok(ctx) => ctx,
@@ -276,18 +289,7 @@ fn check_row<T, F1, F2, C, F3, A, M, const D: usize, const N: usize>(
             } else {
                 dx_old.clone()
             };
-            convolution_backward_data_naive(
-                &geo,
-                Format::Nchw,
-                Format::Nchw,
-                Format::Nchw,
-                alpha,
-                &w_h,
-                &dy_h,
-                beta,
-                &mut want,
-            )
-            .unwrap();
+            naive_nchw(&geo, alpha, &w_h, &dy_h, beta, &mut want);
             let scale = want
                 .iter()
                 .map(|v| v.widen_f64().abs())
@@ -606,18 +608,7 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
     .unwrap();
     let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
     let mut want = vec![0.0f32; 2 * 4 * 81];
-    convolution_backward_data_naive(
-        &geo,
-        Format::Nchw,
-        Format::Nchw,
-        Format::Nchw,
-        1.0,
-        &w_h,
-        &dy_h,
-        0.0,
-        &mut want,
-    )
-    .unwrap();
+    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [8, 4, 3, 3], NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [2, 8, 9, 9], NCHW).unwrap();
     let mut dx = Tensor::<f32, NCHW, _, 4>::new(
@@ -710,18 +701,7 @@ fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
     .unwrap();
     let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
     let mut want = vec![0.0f32; ndx];
-    convolution_backward_data_naive(
-        &geo,
-        Format::Nchw,
-        Format::Nchw,
-        Format::Nchw,
-        1.0,
-        &w_h,
-        &dy_h,
-        0.0,
-        &mut want,
-    )
-    .unwrap();
+    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let w = Filter::<f32, NHWC, _, 4>::new(
         upload(&stream, &to_storage(&w_h, &w_shape, Format::Nhwc)),
@@ -1031,18 +1011,14 @@ fn depthwise_f32_nchw_default_on(
     let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
     let (alpha, beta) = (1.5f32, 0.5f32);
     let mut want = dx0.clone();
-    convolution_backward_data_naive(
+    naive_nchw(
         &geo,
-        Format::Nchw,
-        Format::Nchw,
-        Format::Nchw,
         f64::from(alpha),
         &w_h,
         &dy_h,
         f64::from(beta),
         &mut want,
-    )
-    .unwrap();
+    );
     let dims = |s: [usize; 4]| s.map(|v| v as i32);
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), dims(y_shape), NCHW).unwrap();
@@ -1130,18 +1106,7 @@ fn depthwise_f32_nchw_default_on(
     // The common call (alpha 1, beta 0) on a poisoned dx, twice: the second runs what
     // the first resolved to.
     let mut plain = vec![0.0f32; len];
-    convolution_backward_data_naive(
-        &geo,
-        Format::Nchw,
-        Format::Nchw,
-        Format::Nchw,
-        1.0,
-        &w_h,
-        &dy_h,
-        0.0,
-        &mut plain,
-    )
-    .unwrap();
+    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut plain);
     let scale = plain.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     for i in 0..2 {
         stream
