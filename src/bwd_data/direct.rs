@@ -249,7 +249,7 @@ impl Kind {
             }
             let depth_ok = conv.stride.len() == 2 || matches!(conv.stride.first(), Some(1 | 2));
             let stride2 = all(plane(&conv.stride), 2) && all(plane(&conv.dilation), 1);
-            let filter = matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3]);
+            let filter = fixed_filter(extent);
             if filter && stride2 && depth_ok {
                 Some(Kind::Stride2)
             } else {
