@@ -13,7 +13,11 @@ synchronised), both errors against PyTorch in float64. A summary at the end: geo
 rows over 1.05x per call, rows with a first call over max(5x PyTorch's, +20 ms), rows
 whose error is over the dtype's tolerance. `--csv` writes the rows.
 
-Usage (GPU machine): python bench/random_layers.py [--rows 80] [--seed 1] [--csv F]
+`--measured`: the measured tier (`benchmark=True`) against PyTorch's benchmark mode
+instead; a first call then is each side's search.
+
+Usage (GPU machine): python bench/random_layers.py [--rows 80] [--seed 1] [--measured]
+[--csv F]
 """
 
 from __future__ import annotations
@@ -124,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=80)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--csv", help="write the rows here")
+    ap.add_argument(
+        "--measured",
+        action="store_true",
+        help="the measured tier against PyTorch's benchmark mode",
+    )
     ap.add_argument("--max-minutes", type=float, default=6.0)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -152,13 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             if cl
             else torch.contiguous_format
         )
-        set_torch_flags(tf32=cfg == "tf32", benchmark=False)
+        set_torch_flags(tf32=cfg == "tf32", benchmark=args.measured)
         gen = torch.Generator(device="cuda").manual_seed(len(records))
         label = (
             f"{family:10} {conv.label():34} N={n:<2} {cfg:4} {'cl' if cl else 'nchw'}"
         )
         try:
-            theirs, ours, err = calls(conv, n, dt, fmt, gen)
+            theirs, ours, err = calls(conv, n, dt, fmt, gen, args.measured)
             tf, of = timer.first_call_ms(theirs), timer.first_call_ms(ours)
             tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
             e_ours, e_theirs = err(ours), err(theirs)

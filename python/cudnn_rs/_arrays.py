@@ -451,12 +451,44 @@ def _numpy_layout(obj: Any) -> Any:
     return None
 
 
-def _numpy_dense_input(obj: Any, lib: str) -> Any:
-    """An input array as it is, or, a NumPy array neither contiguous nor channels-last,
-    a contiguous copy of it."""
-    if lib != "numpy" or _numpy_layout(obj) is not None:
-        return obj
-    return sys.modules["numpy"].ascontiguousarray(obj)
+def _dense_input(obj: Any, lib: str, channels_last: bool = False) -> Any:
+    """An input array as it is, or, a NumPy, CuPy or PyTorch array neither contiguous
+    nor channels-last (a slice, a transpose, an expanded view), a dense copy of it made
+    by its own library (on its device; for CUDA arrays on the library's current stream,
+    which the call then follows): channels-last if asked, else contiguous. Other
+    libraries' arrays as they are: their import reports strides it cannot read."""
+    if lib in ("numpy", "cupy"):
+        nd = getattr(obj, "ndim", 0)
+        if nd < 3 or _numpy_layout(obj) is not None:
+            return obj
+        xp = sys.modules[lib]
+        if not channels_last:
+            return xp.ascontiguousarray(obj)
+        phys = xp.ascontiguousarray(obj.transpose(0, *range(2, nd), 1))
+        return phys.transpose(0, nd - 1, *range(1, nd - 1))
+    if lib == "torch":
+        nd = obj.dim()
+        if nd not in (4, 5) or obj.is_contiguous():
+            return obj
+        torch = sys.modules["torch"]
+        cl = torch.channels_last if nd == 4 else torch.channels_last_3d
+        if obj.is_contiguous(memory_format=cl):
+            return obj
+        return obj.contiguous(
+            memory_format=cl if channels_last else torch.contiguous_format
+        )
+    return obj
+
+
+def _is_channels_last(obj: Any, lib: str) -> bool:
+    """Whether a NumPy, CuPy or PyTorch array is channels-last and not contiguous."""
+    if lib in ("numpy", "cupy"):
+        return getattr(obj, "ndim", 0) >= 3 and _numpy_layout(obj) is _NHWC
+    if lib == "torch" and obj.dim() in (4, 5) and not obj.is_contiguous():
+        torch = sys.modules["torch"]
+        cl = torch.channels_last if obj.dim() == 4 else torch.channels_last_3d
+        return bool(obj.is_contiguous(memory_format=cl))
+    return False
 
 
 def _numpy_format(obj: Any, what: str) -> Any:
@@ -520,11 +552,12 @@ def conv_input_grad(
     Returns an array of ``grad_output``'s library on its device (a cudnn_rs ``Tensor``
     for cudnn_rs and unknown libraries), written without copies; or ``out``, filled in.
     dtype and layout follow ``grad_output`` (channels-last strides give a channels-last
-    result); the compute type is f64 for f64 arrays, f32 otherwise. NumPy arrays of
-    other strides (slices, transposes) are copied to contiguous ones first; other
-    libraries' operands must be dense (contiguous or channels-last): others raise
-    ``ShapeError`` naming the fix, since a silent copy of device memory would hide its
-    cost.
+    result); the compute type is f64 for f64 arrays, f32 otherwise. NumPy, CuPy and
+    PyTorch operands of other strides (slices, transposes, expanded views) are copied
+    first by their own library, as PyTorch's ``conv2d_input`` does: grad_output to a
+    contiguous one (and so the result), the weight to grad_output's layout; other libraries' operands must be dense
+    (contiguous or channels-last) and raise ``ShapeError`` naming the fix otherwise,
+    as does an ``out`` that is not dense.
 
     Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
     device (bfloat16 NumPy arrays, which DLPack cannot carry, are copied in and the
@@ -588,10 +621,11 @@ def conv_input_grad(
             return fast  # type: ignore[no-any-return]
     lib = _library(grad_output)
     wlib = _library(weight)
-    # Any NumPy operand: one of other strides (a slice, a transpose) is copied to a
-    # contiguous one first, which the CPU device then reads in place.
-    grad_output = _numpy_dense_input(grad_output, lib)
-    weight = _numpy_dense_input(weight, wlib)
+    # A NumPy, CuPy or PyTorch operand of other strides (a slice, a transpose) is
+    # copied to a contiguous one first, as torch.nn.grad.conv2d_input does.
+    # A weight copied so follows grad_output's layout.
+    grad_output = _dense_input(grad_output, lib)
+    weight = _dense_input(weight, wlib, _is_channels_last(grad_output, lib))
     dev = _device(grad_output, lib, "grad_output")
     wdev = _device(weight, wlib, "weight")
     if dev != wdev and -1 not in (dev[1], wdev[1]):

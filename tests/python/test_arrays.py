@@ -18,6 +18,7 @@ from helpers import NUMPY_DTYPES, assert_close, nonzero_values
 from numpy.typing import NDArray
 
 import cudnn_rs as cd
+from cudnn_rs import _arrays
 from reference import ConvParams, conv_backward_data, output_shape
 
 # (x shape, w shape, stride, padding, dilation, groups)
@@ -255,6 +256,17 @@ def test_numpy_operands_of_any_strides_are_taken(
         assert_close(out, ref, "f32", "strided NumPy operands")
         np.testing.assert_array_equal(weight, before[0])
         np.testing.assert_array_equal(grad, before[1])
+    # With a channels-last grad_output, a weight copied follows its layout; the result
+    # is channels-last too.
+    weight, grad = np.asfortranarray(w), _channels_last(dy)
+    copied = _arrays._dense_input(
+        weight, "numpy", _arrays._is_channels_last(grad, "numpy")
+    )
+    assert _arrays._numpy_layout(copied) is _arrays._NHWC or w.shape[1] == 1
+    np.testing.assert_array_equal(copied, w)
+    gx = cd.conv_input_grad(x_shape, weight, grad, *args)
+    assert_close(gx, ref, "f32", "strided weight, channels-last grad_output")
+    assert _arrays._numpy_layout(gx) is _arrays._NHWC
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])

@@ -294,7 +294,7 @@ def test_torch_bad_inputs_leave_out_untouched(
     out = torch.full(x_shape, float("nan"), device="cuda")
     with pytest.raises(cd.DeviceMismatchError):  # a CPU tensor with a CUDA one
         cd.conv_input_grad(x_shape, w.cpu(), dy, 1, 1, out=out)
-    with pytest.raises(cd.ShapeError):  # non-contiguous
+    with pytest.raises(cd.ShapeError):  # grad_output of the wrong shape
         cd.conv_input_grad(x_shape, w, dy.transpose(2, 3), 1, 1, out=out)
     with pytest.raises(cd.UnsupportedConfigurationError):  # integer dtypes
         cd.conv_input_grad(x_shape, w.int(), dy.int(), 1, 1)
@@ -369,6 +369,64 @@ def test_cupy_round_trip(rng: np.random.Generator, gpu: cd.Handle) -> None:
             is out
         )
         assert_close(cupy.asnumpy(out), ref, "f32", f"CuPy out= {name}", tolerance=1e-2)
+
+
+@pytest.mark.parametrize("case", ["2d", "2d-strided-grouped", "3d", "2d-depthwise"])
+def test_torch_operands_of_any_strides_are_copied(
+    rng: np.random.Generator, torch: ModuleType, no_tf32: Any, case: str
+) -> None:
+    """As PyTorch's conv2d_input: a sliced or expanded grad_output and a transposed
+    weight are copied first and give PyTorch's result; the operands are left as they
+    were; a weight copied follows a channels-last grad_output's layout."""
+    x_shape, w_shape, dy_shape, p = _params(CASES[case])
+    w = torch.from_numpy(nonzero_values(rng, w_shape, "f32")).cuda()
+    dy = torch.from_numpy(nonzero_values(rng, dy_shape, "f32")).cuda()
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    cl = torch.channels_last if len(x_shape) == 4 else torch.channels_last_3d
+    sliced = dy.repeat_interleave(2, dim=-1)[..., ::2]
+    swapped = w.transpose(-1, -2).contiguous().transpose(-1, -2)
+    expanded = dy[:1].expand(dy_shape)
+    for weight, grad, why in [
+        (w, sliced, "sliced grad_output"),
+        (swapped, dy, "transposed weight"),
+        (swapped, dy.contiguous(memory_format=cl), "channels-last grad_output"),
+        (swapped, expanded, "expanded grad_output"),
+    ]:
+        assert not grad.is_contiguous() or not weight.is_contiguous()
+        before = (weight.clone(), grad.clone())
+        ref = _torch_ref(torch, x_shape, weight, grad, p).cpu().numpy()
+        gx = cd.conv_input_grad(x_shape, weight, grad, *args)
+        assert isinstance(gx, torch.Tensor) and tuple(gx.shape) == x_shape
+        assert_close(gx.cpu().numpy(), ref, "f32", why)
+        dense_cl = grad.is_contiguous(memory_format=cl) and not grad.is_contiguous()
+        assert gx.is_contiguous(
+            memory_format=cl if dense_cl else torch.contiguous_format
+        )
+        assert torch.equal(weight, before[0]) and torch.equal(grad, before[1]), why
+    # out= must still be dense: refused before anything is written.
+    out = torch.full(x_shape, float("nan"), device="cuda")
+    with pytest.raises(cd.ShapeError):
+        cd.conv_input_grad(x_shape, w, dy, *args, out=out.transpose(-1, -2))
+    assert torch.isnan(out).all()
+
+
+def test_cupy_operands_of_any_strides_are_copied(
+    rng: np.random.Generator, gpu: cd.Handle
+) -> None:
+    cupy = pytest.importorskip("cupy")
+    x_shape, w_shape, dy_shape, p = _params(CASES["2d-strided-grouped"])
+    w = nonzero_values(rng, w_shape, "f32")
+    dy = nonzero_values(rng, dy_shape, "f32")
+    ref = conv_backward_data(w.astype(np.float64), dy.astype(np.float64), x_shape, p)
+    args = (p.stride, p.padding, p.dilation, p.groups)
+    sliced = cupy.repeat(cupy.asarray(dy), 2, axis=-1)[..., ::2]
+    fortran = cupy.asfortranarray(cupy.asarray(w))
+    assert not sliced.flags.c_contiguous and not fortran.flags.c_contiguous
+    gx = cd.conv_input_grad(x_shape, fortran, sliced, *args)
+    assert isinstance(gx, cupy.ndarray) and gx.flags.c_contiguous
+    assert_close(cupy.asnumpy(gx), ref, "f32", "strided CuPy operands", tolerance=1e-2)
+    np.testing.assert_array_equal(cupy.asnumpy(fortran), w)
+    np.testing.assert_array_equal(cupy.asnumpy(sliced), dy)
 
 
 def test_jax_round_trip(rng: np.random.Generator, gpu: cd.Handle) -> None:
