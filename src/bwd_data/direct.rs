@@ -18,7 +18,9 @@
 //! 0.38-0.95x at other strides), and less than cuDNN's on the other
 //! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
-//! exception: cuDNN's NCHW engine is faster there (see [`preferred`]).
+//! exception: cuDNN's NCHW engine is faster there (see [`preferred`]). Channels-last
+//! problems of filters cuDNN's NHWC engines run slowly run with the kernel on NCHW copies
+//! of dy and dx ([`via_nchw`], [`Via`]).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
@@ -30,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaFunction, CudaModule};
 
+use super::twin::Twin;
 use crate::convolution::ConvolutionMode;
 use crate::data_type::DType;
 use crate::problem::RawProblem;
@@ -115,10 +118,33 @@ pub(crate) struct DirectPlan {
 }
 
 /// A plan with its entry point loaded (by `CudnnContext::direct`): what a call runs.
-#[derive(Clone, Debug)]
 pub(crate) struct Direct {
     pub(crate) plan: DirectPlan,
     pub(crate) function: CudaFunction,
+    /// For an NHWC problem run on NCHW copies of dy and dx ([`via_nchw`]): how.
+    pub(crate) via: Option<Via>,
+}
+
+/// An NHWC problem run with the kernel on NCHW copies of dy and dx in the workspace: dy
+/// converted into its copy, the kernel into dx's copy, that converted into the caller's
+/// dx with alpha and beta (`kernel.rs`). The filter needs no conversion: with one input
+/// channel per group, KCRS and KRSC are the same bytes.
+pub(crate) struct Via {
+    /// The caller's operands, as stored (NHWC).
+    pub(crate) own: Twin,
+    /// The copies' descriptors (NCHW).
+    pub(crate) nchw: Twin,
+    /// Where dx's copy starts in the workspace (dy's at 0).
+    pub(crate) dx_offset: usize,
+    /// The workspace bytes the call needs: both copies.
+    pub(crate) workspace: usize,
+}
+
+impl Direct {
+    /// The workspace bytes a call needs (`None`: none).
+    pub(crate) fn workspace(&self) -> Option<usize> {
+        self.via.as_ref().map(|v| v.workspace)
+    }
 }
 
 impl DirectPlan {
@@ -217,6 +243,26 @@ pub(crate) fn qualifies(p: &RawProblem<'_>, benchmark: bool) -> bool {
         Mode::Default => runs(p) && preferred(p, benchmark),
         Mode::All => runs(p),
     }
+}
+
+/// Whether the default choice runs the NHWC problem `p` with the kernel on NCHW copies of
+/// dy and dx ([`Via`]; the kernel must run the NCHW problem, which the caller checks):
+/// dy and dx NHWC (the filter in either layout: with one input channel per group both are
+/// the same bytes), 2-d, stride 1, and a filter cuDNN's NHWC engines were measured to
+/// run slowly: square from 9x9, or one column 3 or more high (7x1). Measured on the H200
+/// (`bench/dw_sweep.py`, channels-last, where PyTorch runs the same cuDNN engines):
+/// cuDNN took 0.75 ms on a 9x9 layer the kernel runs in 0.17 (NCHW), 1.5 ms on a 31x31
+/// one (0.35), 0.23 ms on a 7x1 one (0.05); the two conversions cost about as much as
+/// reading and writing dy and dx twice. Not with `CUDNN_RS_DIRECT=0`.
+pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
+    let nhwc = p.dy.format() == Format::Nhwc
+        && p.dx.format() == Format::Nhwc
+        && matches!(p.w.format(), Format::Nchw | Format::Nhwc);
+    let w = p.w.shape();
+    let slow =
+        matches!(&w[2.min(w.len())..], &[kh, kw] if (kh == kw && kh >= 9) || (kw == 1 && kh >= 3));
+    let stride1 = p.conv.params().stride.iter().all(|&s| s == 1);
+    mode() != Mode::Off && nhwc && slow && stride1
 }
 
 /// The kernel's three kinds of entry point.
@@ -743,6 +789,59 @@ mod tests {
             c.dil = 2;
         });
         assert!(dilated.plan().is_none(), "strided and dilated");
+    }
+
+    #[test]
+    fn nhwc_problems_of_filters_cudnn_runs_slowly_run_on_nchw_copies() {
+        let x = [8, 64, 28, 28];
+        let nhwc = |k: &[usize]| Case::depthwise(&x, k).with(|c| c.format = Format::Nhwc);
+        let via = |c: &Case| {
+            let ([w, dy, dx], conv) = (c.parts(), c.conv());
+            let p = RawProblem {
+                w: &w,
+                dy: &dy,
+                dx: &dx,
+                conv: &conv,
+            };
+            // The rule, and the kernel's plan for the NCHW copies.
+            let copies = Twin::in_format(&p, Format::Nchw).expect("NCHW descriptors");
+            via_nchw(&p) && DirectPlan::of(&copies.problem(&conv), false).is_some()
+        };
+        for k in [[9, 9], [13, 13], [31, 31], [11, 1], [7, 1], [3, 1]] {
+            assert!(via(&nhwc(&k)), "{k:?}");
+        }
+        // Filters cuDNN's NHWC engines run as fast (or not measured), and ones the kernel
+        // does not run.
+        for k in [
+            [3, 3],
+            [5, 5],
+            [7, 7],
+            [1, 7],
+            [1, 3],
+            [9, 3],
+            [1, 1],
+            [33, 33],
+        ] {
+            assert!(!via(&nhwc(&k)), "{k:?}");
+        }
+        assert!(!via(&nhwc(&[9, 9]).with(|c| c.stride = 2)), "strided");
+        assert!(
+            !via(&Case::depthwise(&x, &[9, 9])),
+            "NCHW runs the kernel directly"
+        );
+        // The filter in either layout (the same bytes for one input channel per group).
+        let [w, _, _] = Case::depthwise(&x, &[9, 9]).parts();
+        let [_, dy, dx] = nhwc(&[9, 9]).parts();
+        let conv = nhwc(&[9, 9]).conv();
+        let mixed = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        assert!(via_nchw(&mixed), "an NCHW filter with NHWC gradients");
+        // An NHWC problem itself is never the kernel's directly.
+        assert!(nhwc(&[9, 9]).plan().is_none(), "NHWC");
     }
 
     #[test]

@@ -742,7 +742,8 @@ pub(crate) enum Runs {
         _graph: std::rc::Rc<OpGraph>,
         plan: std::rc::Rc<Plan>,
     },
-    /// The depthwise kernel of our own (see `direct.rs`): no workspace, any alignment.
+    /// The depthwise kernel of our own (see `direct.rs`): any alignment; no workspace, or
+    /// (an NHWC problem run on NCHW copies) the copies'.
     Direct(std::rc::Rc<super::direct::Direct>),
 }
 

@@ -6,10 +6,15 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
-use super::direct::{Direct, DirectPlan, Module, BLOCK};
+use std::ffi::c_void;
+
+use super::direct::{via_nchw, Direct, DirectPlan, Module, Via, BLOCK};
+use super::twin::{layout, Twin};
 use crate::context::CudnnContext;
-use crate::error::Result;
+use crate::data_type::Scaling;
+use crate::error::{CudnnError, Error, Result};
 use crate::problem::{ProblemKey, RawPointers, RawProblem};
+use crate::tensor::Format;
 
 const PTX: &str = include_str!("../kernels/depthwise_dgrad.ptx");
 const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.cubin");
@@ -22,12 +27,13 @@ const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
 static MODULES: Mutex<Vec<(usize, Weak<CudaModule>)>> = Mutex::new(Vec::new());
 
 impl CudnnContext {
-    /// The kernel's plan for `p`, if the default choice runs `p` with it (decided once
-    /// per problem and benchmark setting; a device whose driver loads no image of the
-    /// kernel runs nothing with it). The module is not loaded while the stream is being captured into a CUDA graph
-    /// (a module load there could end the caller's capture): such a call goes to cuDNN,
-    /// and the problem is decided again at its next call. `key` is `p`'s under
-    /// `Route::Default`.
+    /// The kernel's plan for `p`, if the default choice runs `p` with it, directly or (an
+    /// NHWC problem, see [`via_nchw`]) on NCHW copies of dy and dx. Decided once per
+    /// problem and benchmark setting; a device whose driver loads no image of the kernel
+    /// runs nothing with it. The module is not loaded while the stream is being captured
+    /// into a CUDA graph (a module load there could end the caller's capture): such a call
+    /// goes to cuDNN, and the problem is decided again at its next call. `key` is `p`'s
+    /// under `Route::Default`.
     pub(crate) fn direct(
         &self,
         key: &ProblemKey,
@@ -36,18 +42,34 @@ impl CudnnContext {
         if let Some(d) = self.directs.borrow_mut().get(key) {
             return d.clone();
         }
-        let Some(plan) = DirectPlan::of(p, self.benchmark.get()) else {
+        // An NHWC problem the kernel runs on NCHW copies: its plan is the copies'.
+        let copies = via_nchw(p)
+            .then(|| Twin::in_format(p, Format::Nchw).zip(Twin::in_format(p, Format::Nhwc)))
+            .flatten();
+        let target = copies.as_ref().map_or(*p, |(nchw, _)| nchw.problem(p.conv));
+        let Some(plan) = DirectPlan::of(&target, self.benchmark.get()) else {
             self.directs.borrow_mut().insert(*key, None);
             return None;
         };
+        let lay = layout(p);
+        let via = copies.map(|(nchw, own)| Via {
+            own,
+            nchw,
+            dx_offset: lay.dx,
+            workspace: lay.engine,
+        });
         if matches!(*self.kernels.borrow(), Module::NotLoaded)
             && crate::replay::capturing(self.stream.cu_stream().cast())
         {
             return None;
         }
-        let d = self
-            .kernel(&plan.entry)
-            .map(|function| std::rc::Rc::new(Direct { plan, function }));
+        let d = self.kernel(&plan.entry).map(|function| {
+            std::rc::Rc::new(Direct {
+                plan,
+                function,
+                via,
+            })
+        });
         self.directs.borrow_mut().insert(*key, d.clone());
         d
     }
@@ -97,7 +119,8 @@ impl CudnnContext {
         Some(module)
     }
 
-    /// Runs `p` with the kernel: `dx = alpha * dgrad + beta * dx` (no workspace).
+    /// Runs `p` with the kernel: `dx = alpha * dgrad + beta * dx`; on NCHW copies in the
+    /// workspace where `direct` says so ([`Via`]), else with no workspace.
     ///
     /// # Safety
     /// As [`Self::backward_data_raw`]; the problem has been validated and `direct` is its
@@ -109,9 +132,86 @@ impl CudnnContext {
         ptrs: &RawPointers,
         beta: f64,
     ) -> Result<()> {
+        let Some(via) = &direct.via else {
+            // SAFETY: forwarded from this function's contract.
+            return unsafe { self.launch_direct(alpha, direct, (ptrs.w, ptrs.dy, ptrs.dx), beta) };
+        };
+        if ptrs.workspace.1 < via.workspace {
+            return Err(Error::InvalidArgument(format!(
+                "DefaultAlgo needs a workspace of {} bytes for this problem, got {}",
+                via.workspace, ptrs.workspace.1
+            )));
+        }
+        let (dy_copy, dx_copy) = (ptrs.workspace.0, ptrs.workspace.0 + via.dx_offset as u64);
+        self.bind()?;
+        let (api, handle) = (&self.lib.api, self.as_raw());
+        let scaling = via.own.dx.dtype().scaling();
+        let (one, zero) = (Scaling::new(scaling, 1.0), Scaling::new(scaling, 0.0));
+        let (alpha_s, beta_s) = (Scaling::new(scaling, alpha), Scaling::new(scaling, beta));
+        // SAFETY: the descriptors are live and describe the memory: the caller's dy (this
+        // function's contract) and dy's copy at the workspace's start, which was checked
+        // above to hold both copies; the scalars live across the call and have the type
+        // cuDNN reads for the data type. The handle's stream is this context's.
+        let to_copy = unsafe {
+            (api.cudnnTransformTensor)(
+                handle,
+                one.as_ptr(),
+                via.own.dy.raw()?,
+                ptrs.dy as *const c_void,
+                zero.as_ptr(),
+                via.nchw.dy.raw()?,
+                dy_copy as *mut c_void,
+            )
+        };
+        Self::check_transform(to_copy, direct, "dy into its NCHW copy")?;
+        // SAFETY: the plan is the copies' problem's, and the copies are in the workspace
+        // (checked above); the filter's bytes are the same in both layouts.
+        unsafe { self.launch_direct(1.0, direct, (ptrs.w, dy_copy, dx_copy), 0.0) }?;
+        // SAFETY: as for dy: dx's copy in the workspace and the caller's dx.
+        let back = unsafe {
+            (api.cudnnTransformTensor)(
+                handle,
+                alpha_s.as_ptr(),
+                via.nchw.dx.raw()?,
+                dx_copy as *const c_void,
+                beta_s.as_ptr(),
+                via.own.dx.raw()?,
+                ptrs.dx as *mut c_void,
+            )
+        };
+        Self::check_transform(back, direct, "dx's NCHW copy into dx")
+    }
+
+    /// A conversion's status as a result, naming what it converted.
+    fn check_transform(status: u32, direct: &Direct, what: &str) -> Result<()> {
+        match CudnnError::from_code(status) {
+            None => Ok(()),
+            Some(e) => Err(Error::cudnn(
+                e,
+                format!(
+                    "converting {what} for the depthwise kernel {}",
+                    direct.plan.entry
+                ),
+            )),
+        }
+    }
+
+    /// Launches the kernel: `dx = alpha * dgrad + beta * dx` on the addresses `(w, dy,
+    /// dx)`, on the context's stream.
+    ///
+    /// # Safety
+    /// The addresses hold the operands of the problem `direct`'s plan was made for, valid
+    /// until the work completes, dx writable and not overlapping the others.
+    unsafe fn launch_direct(
+        &self,
+        alpha: f64,
+        direct: &Direct,
+        (w, dy, dx): (u64, u64, u64),
+        beta: f64,
+    ) -> Result<()> {
         let plan = &direct.plan;
         let mut params = plan.params.scaled(alpha, beta);
-        let (mut w, mut dy, mut dx) = (ptrs.w, ptrs.dy, ptrs.dx);
+        let (mut w, mut dy, mut dx) = (w, dy, dx);
         // The kernel's arguments by address, on the stack (no allocation per call).
         let mut args: [*mut std::ffi::c_void; 4] = [
             (&raw mut params).cast(),

@@ -68,8 +68,8 @@ impl CudnnContext {
     ) -> Result<Option<usize>> {
         if route == Route::Default {
             let key = ProblemKey::new(&p, Route::Default, math);
-            if self.direct(&key, &p).is_some() {
-                return Ok(None);
+            if let Some(direct) = self.direct(&key, &p) {
+                return Ok(direct.workspace());
             }
             if let Some(twin) = self.twin(&key, &p) {
                 return Ok(Some(self.twin_workspace(&p, &twin, math)?));
@@ -190,7 +190,7 @@ impl CudnnContext {
                         // Later calls of the problem find it in one lookup.
                         let resolved = graph::Resolved {
                             runs: graph::Runs::Direct(std::rc::Rc::clone(&direct)),
-                            workspace: 0,
+                            workspace: direct.workspace().unwrap_or(0),
                             align: 0,
                             replay: *key,
                         };

@@ -37,9 +37,9 @@ pub(crate) const ALIGN: usize = 256;
 
 /// The NHWC descriptors of a problem's operands.
 pub(crate) struct Twin {
-    w: RawDescriptor,
-    dy: RawDescriptor,
-    dx: RawDescriptor,
+    pub(crate) w: RawDescriptor,
+    pub(crate) dy: RawDescriptor,
+    pub(crate) dx: RawDescriptor,
 }
 
 impl Twin {
@@ -49,15 +49,19 @@ impl Twin {
         if !qualifies(p) {
             return None;
         }
-        let nhwc =
-            |d: &RawDescriptor| RawDescriptor::new(d.role(), d.dtype(), Format::Nhwc, d.shape());
-        let twin = Twin {
-            w: nhwc(p.w).ok()?,
-            dy: nhwc(p.dy).ok()?,
-            dx: nhwc(p.dx).ok()?,
-        };
+        let twin = Self::in_format(p, Format::Nhwc)?;
         twin.problem(p.conv).validate(AlgoKind::DefaultAlgo).ok()?;
         Some(twin)
+    }
+
+    /// `p`'s operands (same shapes and types) stored in `format`.
+    pub(crate) fn in_format(p: &RawProblem<'_>, format: Format) -> Option<Self> {
+        let with = |d: &RawDescriptor| RawDescriptor::new(d.role(), d.dtype(), format, d.shape());
+        Some(Twin {
+            w: with(p.w).ok()?,
+            dy: with(p.dy).ok()?,
+            dx: with(p.dx).ok()?,
+        })
     }
 
     pub(crate) fn problem<'a>(&'a self, conv: &'a RawConvolutionDescriptor) -> RawProblem<'a> {

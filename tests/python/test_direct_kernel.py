@@ -35,6 +35,7 @@ class Layer:
     multiplier: int = 1
     convolution: bool = False  # mode Convolution (flipped filter)
     stride: tuple[int, ...] = (1, 1, 1)  # the last len(k) apply
+    channels_last: bool = False  # 2-d: every operand NHWC
 
     @property
     def w(self) -> tuple[int, ...]:
@@ -44,6 +45,13 @@ class Layer:
         """Whether the default choice runs this layer with the kernel (direct.rs's rule,
         under this process's ``CUDNN_RS_DIRECT``)."""
         mode = os.environ.get("CUDNN_RS_DIRECT", "")
+        if self.channels_last:
+            # On NCHW copies: filters cuDNN's NHWC engines run slowly (square from 9x9,
+            # columns 3 or more high), at stride 1.
+            kh, kw = self.k
+            slow = (kh == kw and kh >= 9) or (kw == 1 and kh >= 3)
+            stride1 = all(s == 1 for s in self.strides)
+            return mode != "0" and slow and stride1 and kw % 2 == 1 and kw <= 31
         square = self.k in ((3, 3), (5, 5), (7, 7))
         if len(self.k) == 3:
             runs = self.k == (3, 3, 3)
@@ -120,6 +128,13 @@ LAYERS = {
     # 2^20 elements of dx: in float16 the default leaves the 3x3 one to cuDNN.
     "3x3_large": Layer((16, 64, 32, 32), (3, 3), 1),
     "7x7_large": Layer((16, 64, 32, 32), (7, 7), 3),
+    # Channels-last: the kernel on NCHW copies in the workspace, or cuDNN.
+    "9x9_cl": Layer((2, 8, 12, 11), (9, 9), 4, channels_last=True),
+    "7x1_cl_conv_mode": Layer(
+        (1, 8, 12, 10), (7, 1), (3, 0), convolution=True, channels_last=True
+    ),
+    "13x13_cl_m2": Layer((2, 4, 9, 14), (13, 13), 6, multiplier=2, channels_last=True),
+    "3x3_cl": Layer((2, 16, 9, 13), (3, 3), 1, channels_last=True),
 }
 TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
 
@@ -182,19 +197,24 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dt = getattr(torch, dtype)
     h = cd.Handle(stream=torch.cuda.current_stream())
+    fmt = torch.channels_last if layer.channels_last else torch.contiguous_format
     w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
     dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
     if beta == 0.0:
         dx = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
     else:
         dx = torch.randn(layer.x, device="cuda", dtype=dt, generator=gen)
+    w, dy, dx = (t.contiguous(memory_format=fmt) for t in (w, dy, dx))
     before = dx.double().clone()
     conv = _conv(layer)
     ops = _imports(h, w, dy, dx)
     algo = cd.DefaultAlgo()
     size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
     kernel = layer.takes_kernel(dtype)
-    if kernel:
+    if kernel and layer.channels_last:
+        copies = (dy.numel() + dx.numel()) * dx.element_size()
+        assert size >= copies, f"workspace {size} bytes cannot hold the NCHW copies"
+    elif kernel:
         assert not size, f"the kernel needs no workspace, the query said {size}"
     ws = cd.Workspace(h, size) if size else None
     h.convolution_backward_data(alpha, ops[0], ops[1], conv, algo, ws, beta, ops[2])
@@ -205,6 +225,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     assert err < TOL[dtype], f"{name} {dtype}: relative error {err}"
     # The one-call API (alpha 1, beta 0): the same choice, the same values.
     out = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
+    out = out.contiguous(memory_format=fmt)
     cd.conv_input_grad(
         layer.x,
         w,
