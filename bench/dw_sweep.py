@@ -9,6 +9,7 @@ compilation included), both errors against PyTorch in float64, and the kernels o
 A line per row; a summary of the rows where ours is slower at the end.
 
 Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/dw_sweep.py [--quick]
+[--layout nchw|cl]
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ LAYOUTS = [("nchw", torch.contiguous_format), ("cl", torch.channels_last)]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="NCHW and f32/f16 only")
+    ap.add_argument(
+        "--layout", choices=[n for n, _ in LAYOUTS], help="this layout's rows only"
+    )
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')}")
     timer = Timer("cuda", 20, 5, warmup=3)
     layouts = LAYOUTS[:1] if args.quick else LAYOUTS
+    layouts = [lf for lf in layouts if args.layout in (None, lf[0])]
     dtypes = DTYPES[:2] if args.quick else DTYPES
     slow: list[str] = []
     ratios: list[float] = []

@@ -29,6 +29,8 @@
 #                                     # ZOO_MINUTES), bench/direct_probe.py (PROBE=0: not)
 #   bash scripts/gpu_final.sh random  # the GPU tests, bench/random_layers.py (layers drawn at
 #                                     # random), the training steps
+#   bash scripts/gpu_final.sh compare # this build against a branch's in .carry/alt/ (dw_sweep
+#                                     # with each, the branch's GPU tests)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -216,6 +218,19 @@ random)  # the GPU tests (Rust with memcheck, pytest, interop), bench/random_lay
   abs_out=$(cd "$out" && pwd)
   TAIL=60 run random_layers 400 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --max-minutes ${RANDOM_MINUTES:-3} ${RANDOM_ARGS:-}"
   [ "${TRAIN_MINUTES:-2}" != 0 ] && TAIL=30 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-2}" --steps 8 --warmup 2
+  ;;
+compare)  # this build against another in .carry/alt/ (a branch's wheel, its test_gpu_rows,
+          # and its changed test files in .carry/alt/tests/): bench/dw_sweep.py (DW_ARGS)
+          # with each, pytest -k PYTEST_K with this one, then the other's Rust GPU tests
+          # and its pytest (ALT_K), with its test files over this copy's
+  TAIL=40 run dw_sweep 200 bash -c "cd bench && python3 dw_sweep.py ${DW_ARGS:-}"
+  [ -n "${PYTEST_K:-}" ] && TAIL=6 run pytest_gpu 200 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "$PYTEST_K"
+  rm -rf /tmp/site_alt
+  python3 -m pip install -q --no-deps --no-index --target /tmp/site_alt .carry/alt/*.whl || exit 3
+  [ -d .carry/alt/tests ] && cp .carry/alt/tests/*.py tests/python/
+  PYTHONPATH=/tmp/site_alt TAIL=40 run alt_dw_sweep 200 bash -c "cd bench && python3 dw_sweep.py ${DW_ARGS:-}"
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run alt_rust_gpu 150 .carry/alt/test_gpu_rows --ignored --test-threads 1
+  PYTHONPATH=/tmp/site_alt TAIL=6 run alt_pytest 300 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "${ALT_K:-direct or default}"
   ;;
 esac
 exit $fail
