@@ -333,27 +333,43 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
 
 
 @pytest.mark.gpu
-def test_the_kernel_is_captured_into_a_torch_cuda_graph(gpu: cd.Handle) -> None:
+@pytest.mark.parametrize("name", ["3x3x3_s1x2x2", "9x9_cl"])
+def test_the_kernel_is_captured_into_a_torch_cuda_graph(
+    gpu: cd.Handle, name: str
+) -> None:
     # Warmed up outside (the module loads then), a call captured by PyTorch runs only
-    # when the graph is replayed, and reads dy anew each replay.
+    # when the graph is replayed, and reads dy anew each replay; channels-last: with
+    # the NCHW copies in the workspace the size query asks for.
     torch = pytest.importorskip("torch")
-    layer = LAYERS["3x3x3_s1x2x2"]
-    w = torch.randn(layer.w, device="cuda")
-    dy = torch.randn(layer.dy, device="cuda")
+    layer = LAYERS[name]
+    fmt = torch.channels_last if layer.channels_last else torch.contiguous_format
+    w = torch.randn(layer.w, device="cuda").contiguous(memory_format=fmt)
+    dy = torch.randn(layer.dy, device="cuda").contiguous(memory_format=fmt)
     dx = torch.full(layer.x, float("nan"), device="cuda")
+    dx = dx.contiguous(memory_format=fmt)
     s = torch.cuda.Stream()
     h = cd.Handle(stream=s)
     conv = _conv(layer)
     ops = _imports(h, w, dy, dx)
     algo = cd.DefaultAlgo()
+    size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
+    ws = cd.Workspace(h, size) if size else None
     for _ in range(2):
-        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2])
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, ws, 0.0, ops[2])
     s.synchronize()
+
+    def call() -> None:
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, ws, 0.0, ops[2])
+        s.synchronize()
+
+    names = _kernels_run(torch, call)
+    kernel = any(n.startswith("dw_dgrad") for n in names)
+    assert kernel == layer.takes_kernel("float32"), names
     dx.fill_(float("nan"))
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=s):
-        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2])
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, ws, 0.0, ops[2])
     torch.cuda.synchronize()
     assert torch.isnan(dx).all().item(), "the captured call ran during capture"
     for scale in (1.0, -2.0):
