@@ -262,6 +262,32 @@ def test_torch_result_is_ordered_on_the_current_stream(
     assert_close(result.numpy(), ref.cpu().numpy(), "f32", "stream ordering")
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_the_depthwise_kernel_on_each_gpu(
+    rng: np.random.Generator, torch: ModuleType, no_tf32: Any, channels_last: bool
+) -> None:
+    """The kernel of our own (its module loaded per device) on every GPU in turn, the
+    first one current throughout: NCHW 3x3 layers, and channels-last 9x9 layers (run
+    on NCHW copies); each against PyTorch's result on that GPU."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    k, pad = (9, 4) if channels_last else (3, 1)
+    x_shape, w_shape, dy_shape = (4, 32, 20, 20), (32, 1, k, k), (4, 32, 20, 20)
+    p = ConvParams((pad, pad), (1, 1), (1, 1), 32)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    w_np = nonzero_values(rng, w_shape, "f32")
+    dy_np = nonzero_values(rng, dy_shape, "f32")
+    for ordinal in (1, 0, 1):
+        dev = f"cuda:{ordinal}"
+        w = torch.from_numpy(w_np).to(dev).contiguous(memory_format=fmt)
+        dy = torch.from_numpy(dy_np).to(dev).contiguous(memory_format=fmt)
+        with torch.cuda.device(0):
+            gx = cd.conv_input_grad(x_shape, w, dy, 1, p.padding, 1, p.groups)
+        assert gx.device == torch.device(dev)
+        ref = _torch_ref(torch, x_shape, w, dy, p)
+        assert_close(gx.cpu().numpy(), ref.cpu().numpy(), "f32", dev)
+
+
 def test_torch_on_the_second_gpu_while_the_first_is_current(
     rng: np.random.Generator, torch: ModuleType, no_tf32: Any
 ) -> None:
