@@ -241,6 +241,12 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     plain = _reference(torch, layer, w, dy)
     err = ((out.double() - plain).abs().max() / plain.abs().max()).item()
     assert err < TOL[dtype], f"{name} {dtype} one-call: relative error {err}"
+    # The module's one-call API on the imported operands (its own dx and workspace).
+    got = cd.convolution_backward_data(h, ops[0], ops[1], conv, layer.x)
+    assert got.format == ops[1].format
+    got_t = torch.from_dlpack(got)
+    err = ((got_t.double() - plain).abs().max() / plain.abs().max()).item()
+    assert err < TOL[dtype], f"{name} {dtype} convolution_backward_data: error {err}"
     ran = _kernels_run(
         torch,
         lambda: h.convolution_backward_data(
