@@ -15,7 +15,9 @@
 //! The kernel computes four outputs of a row per thread from values held in registers:
 //! 0.33-0.58x PyTorch's time on the stride-1 layers above, 0.21-0.29x (f32) on 2-d
 //! stride-2 ones, 0.12-0.46x on 3-d ones strided 2 in height and width (MViT's pooling;
-//! 0.38-0.95x at other strides), and less than cuDNN's on the other
+//! 0.38-0.95x at other strides), 0.37-1.02x on the other strided 2-d ones (stride 3,
+//! 3x5, 9x9, even filters; cuDNN's best 0.81-1.83x, compiled for 0.17-0.42 s on a
+//! shape's first call), and less than cuDNN's on the other
 //! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
 //! exception: cuDNN's NCHW engine is faster there (see [`preferred`]). Channels-last
