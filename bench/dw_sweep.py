@@ -51,6 +51,15 @@ ROWS = [
     (dw2d(96, (7, 7), 2, 56), 32, "7x7 s2 56"),
     (dw2d(256, (3, 3), 1, 28), 1, "3x3 s1 N1"),
     (dw2d(144, (3, 3), 2, 56), 1, "3x3 s2 N1"),
+    # Strided layers beyond 3x3/5x5/7x7 at stride 2 (the general strided entries).
+    (dw2d(256, (3, 3), 3, 56), 32, "3x3 s3"),
+    (dw2d(128, (5, 5), 3, 56), 32, "5x5 s3"),
+    (dw2d(192, (3, 5), 2, 28), 32, "3x5 s2"),
+    (dw2d(128, (9, 9), 2, 56), 32, "9x9 s2"),
+    (dw2d(128, (4, 4), 2, 56), 32, "4x4 s2"),
+    (dw2d(256, (2, 2), 2, 28), 32, "2x2 s2"),
+    (dw2d(96, (11, 11), 4, 112), 16, "11x11 s4"),
+    (dw2d(192, (3, 3), 3, 28), 1, "3x3 s3 N1"),
 ]
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 LAYOUTS = [("nchw", torch.contiguous_format), ("cl", torch.channels_last)]
@@ -62,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--layout", choices=[n for n, _ in LAYOUTS], help="this layout's rows only"
     )
+    ap.add_argument("--only", help="comma-separated row labels (e.g. '3x3 s3,4x4 s2')")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
@@ -73,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = DTYPES[:2] if args.quick else DTYPES
     slow: list[str] = []
     ratios: list[float] = []
+    only = args.only.split(",") if args.only else None
     for c, n, label in ROWS:
+        if only is not None and label not in only:
+            continue
         for lname, fmt in layouts:
             for name, dt in dtypes:
                 set_torch_flags(tf32=False, benchmark=False)

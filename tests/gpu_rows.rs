@@ -935,21 +935,23 @@ fn typed_finds_go_through_the_algorithm_cache_and_are_saved() {
 #[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
 fn depthwise_f32_nchw_default_through_the_nhwc_twin_matches_the_reference() {
     // A strided depthwise layer, large enough for the default choice to run it through
-    // its NHWC twin (bwd_data/twin.rs): dx has 4 * 32 * 40 * 40 elements. Stride 3: the
-    // kernel of our own takes 2-d layers at strides 1 and 2.
-    depthwise_f32_nchw_default(3, 3, 1, true);
+    // its NHWC twin (bwd_data/twin.rs): dx has 4 * 32 * 40 * 40 elements. Stride 2 with
+    // dilation 2: the kernel of our own takes no strided layer dilated in width.
+    depthwise_f32_nchw_default(2, 3, 2, true);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
 fn depthwise_f32_nchw_default_with_the_kernel_of_our_own_matches_the_reference() {
-    // Strides 1 and 2: the default choice runs the depthwise kernel of our own
-    // (bwd_data/direct.rs), a 3x3 layer and LR-ASPP's kind of 5x5 layer with dilation 2,
-    // and MobileNet's kinds of strided layers (padding odd and even).
+    // The default choice runs the depthwise kernel of our own (bwd_data/direct.rs): a 3x3
+    // layer and LR-ASPP's kind of 5x5 layer with dilation 2, MobileNet's kinds of strided
+    // layers (padding odd and even), and stride 3 (the general strided entries).
     depthwise_f32_nchw_default(1, 3, 1, false);
     depthwise_f32_nchw_default(1, 5, 2, false);
     depthwise_f32_nchw_default(2, 3, 1, false);
     depthwise_f32_nchw_default(2, 5, 1, false);
+    depthwise_f32_nchw_default(3, 3, 1, false);
+    depthwise_f32_nchw_default(3, 5, 1, false);
 }
 
 #[test]

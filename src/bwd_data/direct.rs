@@ -15,7 +15,9 @@
 //! The kernel computes four outputs of a row per thread from values held in registers:
 //! 0.33-0.58x PyTorch's time on the stride-1 layers above, 0.21-0.29x (f32) on 2-d
 //! stride-2 ones, 0.12-0.46x on 3-d ones strided 2 in height and width (MViT's pooling;
-//! 0.38-0.95x at other strides), and less than cuDNN's on the other
+//! 0.38-0.95x at other strides), 0.37-1.02x on the other strided 2-d ones (stride 3,
+//! 3x5, 9x9, even filters; cuDNN's best 0.81-1.83x, compiled for 0.17-0.42 s on a
+//! shape's first call), and less than cuDNN's on the other
 //! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
 //! exception: cuDNN's NCHW engine is faster there (see [`preferred`]). Channels-last
@@ -59,6 +61,16 @@ const MAX_BAND_WIDTH: usize = 31;
 /// an odd width up to [`MAX_BAND_WIDTH`], a height under [`MAX_GEOMETRY`].
 fn band(kh: usize, kw: usize) -> bool {
     (1..MAX_GEOMETRY).contains(&kh) && kw % 2 == 1 && kw <= MAX_BAND_WIDTH
+}
+
+/// The widest 2-d filter of a strided entry point taking the filter's height at run time
+/// (the kernel source's `dw_dgrad_kw<KW>_strided_*`, widths 1 to 11).
+const MAX_STRIDED_WIDTH: usize = 11;
+
+/// Whether a 2-d filter of `kh` x `kw` has a strided entry point taking its height at run
+/// time: a width up to [`MAX_STRIDED_WIDTH`], a height under [`MAX_GEOMETRY`].
+fn strided_band(kh: usize, kw: usize) -> bool {
+    (1..MAX_GEOMETRY).contains(&kh) && (1..=MAX_STRIDED_WIDTH).contains(&kw)
 }
 
 /// Whether a filter extent has an entry point of its own (its height fixed in it): 3x3,
@@ -213,20 +225,22 @@ impl DirectPlan {
             DType::F16 => "f16",
             _ => "bf16",
         };
-        let kind = match kind {
+        let name = match kind {
             Kind::Stride1 => "s1",
             Kind::Stride2 => "s2",
-            Kind::Strided3d => "strided",
+            Kind::Strided => "strided",
         };
-        // The square 2-d filters and 3x3x3 have entry points of their own; other 2-d
-        // filters take their height at run time (`kh`).
-        let filter = if fixed_filter(&w[2..]) {
+        // 3x3x3, and the square 2-d filters at stride 1 and 2, have entry points of their
+        // own; other 2-d filters, and every 2-d filter at the other strides, take their
+        // height at run time (`kh`).
+        let own = fixed_filter(&w[2..]) && (kind != Kind::Strided || w.len() == 5);
+        let filter = if own {
             format!("k{}{}{}", ks[0], ks[1], ks[2])
         } else {
             format!("kw{}", ks[2])
         };
         Some(DirectPlan {
-            entry: format!("dw_dgrad_{filter}_{kind}_{dtype}"),
+            entry: format!("dw_dgrad_{filter}_{name}_{dtype}"),
             params,
             blocks: u32::try_from(items.div_ceil(u64::from(BLOCK))).ok()?,
         })
@@ -274,8 +288,9 @@ enum Kind {
     /// Stride 2 and dilation 1 in height and width: 2-d 3x3, 5x5 and 7x7, and 3-d 3x3x3
     /// with a depth stride of 1 or 2 (any depth dilation).
     Stride2,
-    /// 3-d 3x3x3, the other strides (not all 1), width dilation 1.
-    Strided3d,
+    /// The other strides (not all 1), width dilation 1: 3-d 3x3x3, and 2-d filters up to
+    /// [`MAX_STRIDED_WIDTH`] wide (their height taken at run time).
+    Strided,
 }
 
 impl Kind {
@@ -299,18 +314,20 @@ impl Kind {
             if filter && stride2 && depth_ok {
                 Some(Kind::Stride2)
             } else {
-                (extent == [3, 3, 3] && conv.dilation.last() == Some(&1)).then_some(Kind::Strided3d)
+                let taken =
+                    extent == [3, 3, 3] || matches!(extent, &[kh, kw] if strided_band(kh, kw));
+                (taken && conv.dilation.last() == Some(&1)).then_some(Kind::Strided)
             }
         }
     }
 
     /// How many columns apart a work item's outputs are: the width dilation at stride 1,
-    /// the width stride for strided 3-d problems, 1 (consecutive) at stride 2.
+    /// the width stride for the other strided problems, 1 (consecutive) at stride 2.
     fn step(self, stride: &[usize], dilation: &[usize]) -> usize {
         match self {
             Kind::Stride1 => dilation.last().copied().unwrap_or(1),
             Kind::Stride2 => 1,
-            Kind::Strided3d => stride.last().copied().unwrap_or(1),
+            Kind::Strided => stride.last().copied().unwrap_or(1),
         }
     }
 }
@@ -429,6 +446,8 @@ mod tests {
         depth_stride: Option<usize>,
         pad: usize,
         dil: usize,
+        /// The height's dilation, where it differs from `dil`.
+        dil_h: Option<usize>,
         mode: ConvolutionMode,
     }
 
@@ -446,6 +465,7 @@ mod tests {
                 depth_stride: None,
                 pad: k[0] / 2,
                 dil: 1,
+                dil_h: None,
                 mode: ConvolutionMode::CrossCorrelation,
             }
         }
@@ -465,11 +485,20 @@ mod tests {
             s
         }
 
+        /// The dilation of each spatial dimension.
+        fn dilations(&self) -> Vec<usize> {
+            let mut d = vec![self.dil; self.x.len() - 2];
+            if let (Some(h), n @ 2..) = (self.dil_h, d.len()) {
+                d[n - 2] = h;
+            }
+            d
+        }
+
         fn parts(&self) -> [RawDescriptor; 3] {
-            let strides = self.strides();
+            let (strides, dilations) = (self.strides(), self.dilations());
             let out = |(i, &x): (usize, &usize)| {
                 let k = self.w[i + 2];
-                (x + 2 * self.pad - self.dil * (k - 1) - 1) / strides[i] + 1
+                (x + 2 * self.pad - dilations[i] * (k - 1) - 1) / strides[i] + 1
             };
             let mut y = vec![self.x[0], self.w[0]];
             y.extend(self.x[2..].iter().enumerate().map(out));
@@ -488,7 +517,11 @@ mod tests {
             let params = ConvParams::new(
                 &vec![self.pad as i64; n],
                 &self.strides().iter().map(|&s| s as i64).collect::<Vec<_>>(),
-                &vec![self.dil as i64; n],
+                &self
+                    .dilations()
+                    .iter()
+                    .map(|&d| d as i64)
+                    .collect::<Vec<_>>(),
                 self.groups as i64,
                 self.mode,
             )
@@ -595,13 +628,18 @@ mod tests {
             Case::depthwise(&x, &[3, 3]).with(|c| c.format = Format::Nhwc),
             "channels last",
         );
-        no(
+        // Strided: the general strided entry points (see their own test).
+        yes(
             Case::depthwise(&x, &[3, 3]).with(|c| c.stride = 3),
             "2-d stride 3",
         );
-        no(
+        yes(
             Case::depthwise(&x, &[1, 7]).with(|c| c.stride = 2),
             "1x7 strided",
+        );
+        no(
+            Case::depthwise(&x, &[1, 13]).with(|c| c.stride = 2),
+            "1x13 strided",
         );
         no(
             Case::depthwise(&x, &[3, 3]).with(|c| c.w[0] = 192),
@@ -875,10 +913,62 @@ mod tests {
             .plan()
             .expect("a plan");
         assert_eq!(plan.entry, "dw_dgrad_k177_s2_bf16");
-        let no = |c: Case, why: &str| assert!(c.plan().is_none(), "{why}");
         let flat = || Case::depthwise(&[2, 6, 14, 15], &[3, 3]).with(|c| c.stride = 2);
-        no(flat().with(|c| c.dil = 2), "dilated");
-        no(flat().with(|c| c.w = vec![6, 1, 3, 5]), "3x5");
-        no(flat().with(|c| c.w = vec![6, 1, 9, 9]), "9x9");
+        assert!(flat().with(|c| c.dil = 2).plan().is_none(), "dilated");
+        // Other filters at stride 2: the general strided entry points.
+        for (k, entry) in [
+            ([3, 5], "dw_dgrad_kw5_strided_f32"),
+            ([9, 9], "dw_dgrad_kw9_strided_f32"),
+        ] {
+            let plan = flat().with(|c| c.w = vec![6, 1, k[0], k[1]]).plan();
+            assert_eq!(plan.map(|p| p.entry).as_deref(), Some(entry), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn other_strided_2d_problems_take_the_strided_entries_with_the_height_an_argument() {
+        // 3x3 at stride 3, dx 14 x 15: dy 5 x 5; per row, 15 columns in spans of 4 * 3 =
+        // 12: two spans, three threads each.
+        let case = Case::depthwise(&[2, 6, 14, 15], &[3, 3]).with(|c| {
+            c.stride = 3;
+            c.dtype = DType::BF16;
+        });
+        let plan = case.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_kw3_strided_bf16");
+        let q = plan.params;
+        assert_eq!((q.sh, q.sw, q.oh, q.ow, q.kh), (3, 3, 5, 5, 3));
+        assert_eq!(q.items, 2 * 6 * 14 * 2 * 3);
+        // Even widths (a transposed convolution's 4x4 at stride 2), one-column filters, a
+        // height dilation, the widest: each its width's entry point, in both tiers.
+        for (k, stride, dil_h, entry) in [
+            ([4, 4], 2, 1, "dw_dgrad_kw4_strided_f16"),
+            ([2, 2], 2, 1, "dw_dgrad_kw2_strided_f16"),
+            ([7, 1], 3, 1, "dw_dgrad_kw1_strided_f16"),
+            ([11, 11], 3, 1, "dw_dgrad_kw11_strided_f16"),
+            ([3, 3], 3, 2, "dw_dgrad_kw3_strided_f16"),
+        ] {
+            let case = Case::depthwise(&[2, 6, 28, 29], &k).with(|c| {
+                c.stride = stride;
+                c.dtype = DType::F16;
+                c.pad = 1;
+                c.dil_h = Some(dil_h);
+            });
+            for benchmark in [false, true] {
+                let plan = case.plan_in(benchmark).expect("a plan");
+                assert_eq!(plan.entry, entry, "{k:?}");
+                assert_eq!(
+                    (plan.params.kh, plan.params.dh),
+                    (k[0] as u32, dil_h as i32)
+                );
+            }
+        }
+        // Wider than the widest entry, or a width dilation: cuDNN's.
+        let wide = Case::depthwise(&[2, 6, 28, 29], &[13, 13]).with(|c| c.stride = 3);
+        assert!(wide.plan().is_none(), "13x13 strided");
+        let dilated = Case::depthwise(&[2, 6, 28, 29], &[3, 3]).with(|c| {
+            c.stride = 3;
+            c.dil = 2;
+        });
+        assert!(dilated.plan().is_none(), "width dilation");
     }
 }

@@ -15,8 +15,8 @@
 //! dx, applying alpha and beta there. The filter needs no conversion: with one input
 //! channel per group, KCRS and KRSC are the same bytes. The problems the depthwise kernel
 //! of our own (`direct.rs`) runs (stride 1 and 2-d stride 2, among others) run with it
-//! instead: the default choice asks that first. What is left here: other strides and
-//! filters (3x5 at stride 2, 9x9 strided, stride 3, dilated strided ones).
+//! instead: the default choice asks that first. What is left here: strided layers dilated
+//! in width, and strided filters wider than 11.
 
 use crate::convolution::{AlgoKind, RawConvolutionDescriptor};
 use crate::data_type::DType;

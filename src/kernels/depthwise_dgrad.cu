@@ -15,7 +15,9 @@
 // filter's height KH taken at run time, KW odd from 1 to 31),
 // dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width stride 2 and dilation 1:
 // 133, 155, 177, and 333 with depth stride 1 or 2) and
-// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1).
+// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
+// dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d, the other strides, width dilation 1, the
+// filter's height taken at run time, KW from 1 to 11).
 //
 // scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
 // which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
@@ -186,11 +188,13 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
 // x0 + sw, ..., x0 + (TX-1) sw. Output j meets tap e at dy column (x0 + pw - e) / sw + j
 // when sw divides x0 + pw - e, the same for every j: a tap that meets one of the outputs
 // meets all TX, at TX consecutive dy values, and its weight is read once for them.
+// KH = 0: the filter's height is p.kh.
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __restrict__ w,
                                                    const T* __restrict__ dy,
                                                    T* __restrict__ dx) {
-    constexpr int TAPS = KD * KH * KW;
+    const int kh = KH > 0 ? KH : static_cast<int>(p.kh);
+    const int taps = KD * kh * KW;
     const int sw = p.sw;
     const unsigned per_row = items_per_row<TX>(p, sw);
     const unsigned volume = p.od * (p.oh * p.ow);
@@ -204,7 +208,7 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
         for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
         for (unsigned m = 0; m < p.m; ++m) {
             const unsigned k = c * p.m + m;
-            const T* wk = w + k * TAPS;
+            const T* wk = w + k * taps;
             const T* dyk = dy + (n * p.c * p.m + k) * volume;
 #pragma unroll
             for (int a = 0; a < KD; ++a) {
@@ -213,7 +217,7 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
                 const int od = zd / p.sd;
                 if (od >= static_cast<int>(p.od)) continue;
 #pragma unroll
-                for (int b = 0; b < KH; ++b) {
+                for (int b = 0; b < kh; ++b) {
                     const int yh = y + p.ph - b * p.dh;
                     if (yh < 0 || yh % p.sh != 0) continue;
                     const int oh = yh / p.sh;
@@ -224,8 +228,8 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
                         const int xw = x0 + p.pw - e;
                         if (xw % sw != 0) continue;  // exact for negative xw too
                         const int o = xw / sw;
-                        const int tap = (a * KH + b) * KW + e;
-                        const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+                        const int tap = (a * kh + b) * KW + e;
+                        const float f = load(wk + (p.flip ? taps - 1 - tap : tap));
 #pragma unroll
                         for (int j = 0; j < TX; ++j) {
                             const int ow = o + j;
@@ -349,6 +353,12 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
         dgrad_strided_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                             \
     }
 
+#define STRIDED_BAND(NAME, T, KW)                                                       \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_strided_rows<T, 1, 0, KW, 4>(p, w, dy, dx);                               \
+    }
+
 #define ENTRIES(SUFFIX, T)                                                              \
     ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                         \
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
@@ -374,7 +384,18 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     BAND(dw_dgrad_kw25_s1_##SUFFIX, T, 25)                                              \
     BAND(dw_dgrad_kw27_s1_##SUFFIX, T, 27)                                              \
     BAND(dw_dgrad_kw29_s1_##SUFFIX, T, 29)                                              \
-    BAND(dw_dgrad_kw31_s1_##SUFFIX, T, 31)
+    BAND(dw_dgrad_kw31_s1_##SUFFIX, T, 31)                                              \
+    STRIDED_BAND(dw_dgrad_kw1_strided_##SUFFIX, T, 1)                                   \
+    STRIDED_BAND(dw_dgrad_kw2_strided_##SUFFIX, T, 2)                                   \
+    STRIDED_BAND(dw_dgrad_kw3_strided_##SUFFIX, T, 3)                                   \
+    STRIDED_BAND(dw_dgrad_kw4_strided_##SUFFIX, T, 4)                                   \
+    STRIDED_BAND(dw_dgrad_kw5_strided_##SUFFIX, T, 5)                                   \
+    STRIDED_BAND(dw_dgrad_kw6_strided_##SUFFIX, T, 6)                                   \
+    STRIDED_BAND(dw_dgrad_kw7_strided_##SUFFIX, T, 7)                                   \
+    STRIDED_BAND(dw_dgrad_kw8_strided_##SUFFIX, T, 8)                                   \
+    STRIDED_BAND(dw_dgrad_kw9_strided_##SUFFIX, T, 9)                                   \
+    STRIDED_BAND(dw_dgrad_kw10_strided_##SUFFIX, T, 10)                                 \
+    STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)
 
 ENTRIES(f32, float)
 ENTRIES(f16, Half)

@@ -481,17 +481,19 @@ def test_choices_made_for_aligned_addresses_run_unaligned_ones_with_beta(
 def test_strided_half_depthwise_nchw_runs_through_its_nhwc_twin(
     gpu: cd.Handle, dtype: str
 ) -> None:
-    # A large strided depthwise layer in half precision, stored NCHW, of a stride the
-    # depthwise kernel of our own does not take (3): the default choice runs it as its
-    # NHWC twin, so the workspace it asks for holds NHWC copies of dy and dx; alpha and
-    # beta apply when dx is converted back.
+    # A large strided depthwise layer in half precision, stored NCHW, dilated, which the
+    # depthwise kernel of our own does not take strided: the default choice runs it as
+    # its NHWC twin, so the workspace it asks for holds NHWC copies of dy and dx; alpha
+    # and beta apply when dx is converted back.
     torch = pytest.importorskip("torch")
     gen = torch.Generator(device="cuda").manual_seed(12)
     dt = getattr(torch, dtype)
     h = cd.Handle(stream=torch.cuda.current_stream())
-    conv = cd.ConvolutionDescriptor(padding=(2, 2), stride=(3, 3), groups=64)
+    conv = cd.ConvolutionDescriptor(
+        padding=(4, 4), stride=(2, 2), dilation=(2, 2), groups=64
+    )
     w = torch.randn(64, 1, 5, 5, device="cuda", dtype=dt, generator=gen) / 5
-    dy = torch.randn(16, 64, 11, 11, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn(16, 64, 16, 16, device="cuda", dtype=dt, generator=gen)
     dx = torch.randn(16, 64, 32, 32, device="cuda", dtype=dt, generator=gen)
     dx_before = dx.double().clone()
     wt, dyt, dxt = (
@@ -509,7 +511,13 @@ def test_strided_half_depthwise_nchw_runs_through_its_nhwc_twin(
     expected = (
         0.5
         * torch.nn.grad.conv2d_input(
-            dx.shape, w.double(), dy.double(), stride=3, padding=2, groups=64
+            dx.shape,
+            w.double(),
+            dy.double(),
+            stride=2,
+            padding=4,
+            dilation=2,
+            groups=64,
         )
         + dx_before
     )

@@ -1,11 +1,12 @@
 """The depthwise kernel of our own (``src/kernels/depthwise_dgrad.cu``), which the default
 choice runs for NCHW depthwise layers (2-d at stride 1 with square filters of 3 to 7 and
-filters of any height and odd width up to 31, 2-d 3x3/5x5/7x7 at stride 2, 3-d 3x3x3;
-``src/bwd_data/direct.rs``): results against PyTorch in float64 on fresh random inputs,
-with dx poisoned (beta 0) or accumulated into (beta != 0), and which layers run it (the
-profiler's kernel names). The layer of stride 3x2, and the large float16 3x3 one, check
-cuDNN's paths the same way; with ``CUDNN_RS_DIRECT=all`` (a test below runs these tests
-again that way, in a fresh process) the large one runs the kernel too.
+filters of any height and odd width up to 31, 2-d at other strides with filters up to 11
+wide and no width dilation, 3-d 3x3x3; ``src/bwd_data/direct.rs``): results against
+PyTorch in float64 on fresh random inputs, with dx poisoned (beta 0) or accumulated into
+(beta != 0), and which layers run it (the profiler's kernel names). The dilated strided
+layer, the 13-wide strided one and the large float16 3x3 one check cuDNN's paths the
+same way; with ``CUDNN_RS_DIRECT=all`` (a test below runs these tests again that way, in
+a fresh process) the large one runs the kernel too.
 
 GPU tests: they skip, saying why, where no GPU is usable.
 """
@@ -58,7 +59,8 @@ class Layer:
         elif all(s == 1 for s in self.strides):
             runs = square or (self.k[1] % 2 == 1 and self.k[1] <= 31)
         else:
-            runs = square and self.strides == (2, 2) and self.dil == 1
+            # 3x3/5x5/7x7 at stride 2, and any filter up to 11 wide: no width dilation.
+            runs = self.dil == 1 and self.k[1] <= 11
         if mode == "0" or not runs:
             return False
         numel = 1
@@ -108,6 +110,18 @@ LAYERS = {
         (1, 8, 12, 15), (5, 5), 2, multiplier=2, convolution=True, stride=(2, 2)
     ),
     "7x7_s3x2_pad0": Layer((2, 4, 17, 16), (7, 7), 0, stride=(3, 2)),
+    # The other strided 2-d layers: the general strided entries, the height an argument.
+    "3x5_s2": Layer((2, 8, 13, 14), (3, 5), (1, 2), stride=(2, 2)),
+    "4x4_s2_pad1": Layer((2, 8, 16, 15), (4, 4), 1, stride=(2, 2)),
+    "3x3_s3_m2_conv_mode": Layer(
+        (2, 6, 17, 19), (3, 3), 1, multiplier=2, convolution=True, stride=(3, 3)
+    ),
+    "1x7_s1x2": Layer((2, 8, 9, 20), (1, 7), (0, 3), stride=(1, 2)),
+    "11x11_s3": Layer((1, 4, 25, 23), (11, 11), 5, stride=(3, 3)),
+    "5x5_s3_large": Layer((16, 64, 32, 32), (5, 5), 2, stride=(3, 3)),
+    # Not the kernel's: a width dilation at stride 2, a strided filter 13 wide.
+    "3x3_s2_d2": Layer((2, 8, 15, 14), (3, 3), 2, dil=2, stride=(2, 2)),
+    "13x13_s2": Layer((1, 4, 28, 27), (13, 13), 6, stride=(2, 2)),
     "3x3_s2_pad0": Layer((2, 8, 10, 15), (3, 3), 0, stride=(2, 2)),
     "5x5_s2_pad1": Layer((1, 8, 13, 18), (5, 5), 1, stride=(2, 2)),
     "7x7_s2": Layer((2, 4, 16, 17), (7, 7), 3, stride=(2, 2)),

@@ -33,9 +33,11 @@ CASES = {
     # NCHW: the depthwise kernel of our own (stride 1 and 2).
     "2d-depthwise": ((4, 32, 40, 40), (32, 1, 3, 3), (1, 1), (1, 1), (1, 1), 32),
     "2d-depthwise-s2": ((16, 64, 32, 32), (64, 1, 5, 5), (2, 2), (2, 2), (1, 1), 64),
-    # Stride 3, which the kernel does not take, with dx of 2^20 elements: NCHW runs
-    # through the NHWC twin in every type.
+    # Stride 3: the kernel's general strided entries.
     "2d-depthwise-s3": ((16, 64, 32, 32), (64, 1, 5, 5), (3, 3), (2, 2), (1, 1), 64),
+    # Strided and dilated, which the kernel does not take, with dx of 2^20 elements:
+    # NCHW runs through the NHWC twin in every type.
+    "2d-depthwise-s2-d2": ((16, 64, 32, 32), (64, 1, 3, 3), (2, 2), (2, 2), (2, 2), 64),
 }
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
