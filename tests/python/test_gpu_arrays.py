@@ -65,6 +65,16 @@ def _params(case: Any) -> tuple[Any, ...]:
     return x_shape, w_shape, output_shape(x_shape, w_shape, p), p
 
 
+def _host_case(rng: np.random.Generator, name: str) -> tuple[Any, ...]:
+    """Case `name`'s input shape and parameters, fresh random NumPy f32 operands, and
+    their float64 reference: (x_shape, p, w, dy, ref)."""
+    x_shape, w_shape, dy_shape, p = _params(CASES[name])
+    w = nonzero_values(rng, w_shape, "f32")
+    dy = nonzero_values(rng, dy_shape, "f32")
+    ref = conv_backward_data(w.astype(np.float64), dy.astype(np.float64), x_shape, p)
+    return x_shape, p, w, dy, ref
+
+
 def _torch_ref(torch: ModuleType, x_shape: Any, w: Any, dy: Any, p: ConvParams) -> Any:
     fn = torch.nn.grad.conv2d_input if len(x_shape) == 4 else torch.nn.grad.conv3d_input
     return fn(
@@ -442,10 +452,7 @@ def test_cupy_operands_of_any_strides_are_copied(
     rng: np.random.Generator, gpu: cd.Handle
 ) -> None:
     cupy = pytest.importorskip("cupy")
-    x_shape, w_shape, dy_shape, p = _params(CASES["2d-strided-grouped"])
-    w = nonzero_values(rng, w_shape, "f32")
-    dy = nonzero_values(rng, dy_shape, "f32")
-    ref = conv_backward_data(w.astype(np.float64), dy.astype(np.float64), x_shape, p)
+    x_shape, p, w, dy, ref = _host_case(rng, "2d-strided-grouped")
     args = (p.stride, p.padding, p.dilation, p.groups)
     sliced = cupy.repeat(cupy.asarray(dy), 2, axis=-1)[..., ::2]
     fortran = cupy.asfortranarray(cupy.asarray(w))
@@ -479,10 +486,7 @@ def test_mixed_libraries_on_one_gpu(
     rng: np.random.Generator, torch: ModuleType
 ) -> None:
     cupy = pytest.importorskip("cupy")
-    x_shape, w_shape, dy_shape, p = _params(CASES["2d"])
-    w = nonzero_values(rng, w_shape, "f32")
-    dy = nonzero_values(rng, dy_shape, "f32")
-    ref = conv_backward_data(w.astype(np.float64), dy.astype(np.float64), x_shape, p)
+    x_shape, _p, w, dy, ref = _host_case(rng, "2d")
     gx = cd.conv_input_grad(x_shape, cupy.asarray(w), torch.from_numpy(dy).cuda(), 1, 1)
     assert isinstance(gx, torch.Tensor)
     assert_close(
