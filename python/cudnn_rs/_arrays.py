@@ -555,9 +555,9 @@ def conv_input_grad(
     result); the compute type is f64 for f64 arrays, f32 otherwise. NumPy, CuPy and
     PyTorch operands of other strides (slices, transposes, expanded views) are copied
     first by their own library, as PyTorch's ``conv2d_input`` does: grad_output to a
-    contiguous one (and so the result), the weight to grad_output's layout; other libraries' operands must be dense
-    (contiguous or channels-last) and raise ``ShapeError`` naming the fix otherwise,
-    as does an ``out`` that is not dense.
+    contiguous one (and so the result), the weight to grad_output's layout. Other
+    libraries' operands must be dense (contiguous or channels-last) and raise
+    ``ShapeError`` naming the fix otherwise, as does an ``out`` that is not dense.
 
     Devices: NumPy arrays (and CPU tensors of any library) run on the CPU reference
     device (bfloat16 NumPy arrays, which DLPack cannot carry, are copied in and the
@@ -622,8 +622,8 @@ def conv_input_grad(
     lib = _library(grad_output)
     wlib = _library(weight)
     # A NumPy, CuPy or PyTorch operand of other strides (a slice, a transpose) is
-    # copied to a contiguous one first, as torch.nn.grad.conv2d_input does.
-    # A weight copied so follows grad_output's layout.
+    # copied first, as torch.nn.grad.conv2d_input does; a weight copied so follows
+    # grad_output's layout.
     grad_output = _dense_input(grad_output, lib)
     weight = _dense_input(weight, wlib, _is_channels_last(grad_output, lib))
     dev = _device(grad_output, lib, "grad_output")
