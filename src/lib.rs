@@ -4,7 +4,7 @@
 //! and convolution descriptors carry their element type, memory format and rank as type
 //! parameters, and an (algorithm, types, formats, ranks) combination that cuDNN does not
 //! support does not compile (see [`convolution::support`]). A CPU reference device
-//! ([`reference`]) computes the same operation on the host: it is the oracle for every
+//! ([`reference`](mod@reference)) computes the same operation on the host: it is the oracle for every
 //! GPU test and the device used where there is no GPU.
 
 mod backend;

@@ -1,6 +1,6 @@
 //! The one backward-data problem: its operands' descriptors and convolution
 //! ([`RawProblem`]), where its memory lives ([`RawPointers`]) and the by-value key every
-//! per-context cache uses ([`ProblemKey`]). Shared by the legacy path, the graph-API path,
+//! per-context cache uses (`ProblemKey`). Shared by the legacy path, the graph-API path,
 //! CUDA-graph replay and the CPU device.
 
 use cudarc::driver::sys::CUdeviceptr;

@@ -9,7 +9,7 @@
 //! for the same problem later, or in another process.
 //!
 //! The scaling factors are attributes of the operation, so plans are built per
-//! (problem, alpha, beta, pointer alignment); the context keeps them ([`EngineCache`]), and
+//! (problem, alpha, beta, pointer alignment); the context keeps them (`EngineCache`), and
 //! `bwd_data/engine.rs` is the context's graph-API path built on this module.
 
 use std::ffi::c_void;

@@ -2,7 +2,7 @@
 //!
 //! One macro table below produces:
 //! - the `SupportedConvBwdData` impls (an unsupported combination does not compile),
-//! - [`SUPPORT_ROWS`], the run-time rows the Python layer and the CPU device check,
+//! - [`support_rows`], the run-time rows the Python layer and the CPU device check,
 //! - the Python layer's dispatch to the generic instance of each row,
 //! - the documentation table and the stub overloads (rendered by the `xtask` crate,
 //!   outside the shipped library: `cargo run -p xtask -- stubs readme`).
