@@ -326,6 +326,20 @@ def _import_as(obj: Any, lib: str, h: Handle, own_stream: bool, fmt: Any) -> Any
     return Filter.from_dlpack(obj, fmt, handle=h)
 
 
+def _torch_channels_last(nd: int) -> Any:
+    """PyTorch's channels-last memory format for a rank-``nd`` tensor (4 or 5)."""
+    torch = sys.modules["torch"]
+    return torch.channels_last if nd == 4 else torch.channels_last_3d
+
+
+def _channels_last_copy(xp: Any, arr: Any) -> Any:
+    """A dense channels-last copy of a NumPy (``xp`` numpy) or CuPy array, its logical
+    axes as they were."""
+    nd = arr.ndim
+    phys = xp.ascontiguousarray(arr.transpose(0, *range(2, nd), 1))
+    return phys.transpose(0, nd - 1, *range(1, nd - 1))
+
+
 def _empty_like_layout(
     lib: str, like: Any, shape: tuple[int, ...], channels_last: bool
 ) -> Any:
@@ -335,7 +349,7 @@ def _empty_like_layout(
         torch = sys.modules["torch"]
         fmt = torch.contiguous_format
         if channels_last:
-            fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+            fmt = _torch_channels_last(len(shape))
         return torch.empty(
             shape, dtype=like.dtype, device=like.device, memory_format=fmt
         )
@@ -462,21 +476,19 @@ def _dense_input(obj: Any, lib: str, channels_last: bool = False) -> Any:
         if nd < 3 or _numpy_layout(obj) is not None:
             return obj
         xp = sys.modules[lib]
-        if not channels_last:
-            return xp.ascontiguousarray(obj)
-        phys = xp.ascontiguousarray(obj.transpose(0, *range(2, nd), 1))
-        return phys.transpose(0, nd - 1, *range(1, nd - 1))
+        if channels_last:
+            return _channels_last_copy(xp, obj)
+        return xp.ascontiguousarray(obj)
     if lib == "torch":
         nd = obj.dim()
         if nd not in (4, 5) or obj.is_contiguous():
             return obj
-        torch = sys.modules["torch"]
-        cl = torch.channels_last if nd == 4 else torch.channels_last_3d
+        cl = _torch_channels_last(nd)
         if obj.is_contiguous(memory_format=cl):
             return obj
-        return obj.contiguous(
-            memory_format=cl if channels_last else torch.contiguous_format
-        )
+        if channels_last:
+            return obj.contiguous(memory_format=cl)
+        return obj.contiguous()
     return obj
 
 
@@ -485,9 +497,7 @@ def _is_channels_last(obj: Any, lib: str) -> bool:
     if lib in ("numpy", "cupy"):
         return getattr(obj, "ndim", 0) >= 3 and _numpy_layout(obj) is _NHWC
     if lib == "torch" and obj.dim() in (4, 5) and not obj.is_contiguous():
-        torch = sys.modules["torch"]
-        cl = torch.channels_last if obj.dim() == 4 else torch.channels_last_3d
-        return bool(obj.is_contiguous(memory_format=cl))
+        return bool(obj.is_contiguous(memory_format=_torch_channels_last(obj.dim())))
     return False
 
 
@@ -513,11 +523,7 @@ def _copy_in(obj: Any, cls: Any, h: Handle, what: str, fmt: Any = None) -> Any:
 def _copy_out(t: Any, channels_last: bool) -> Any:
     """A CPU-device Tensor as a new NumPy array, channels-last in memory when asked."""
     arr = t.to_numpy()
-    if not channels_last:
-        return arr
-    nd = arr.ndim
-    phys = sys.modules["numpy"].ascontiguousarray(arr.transpose(0, *range(2, nd), 1))
-    return phys.transpose(0, nd - 1, *range(1, nd - 1))
+    return _channels_last_copy(sys.modules["numpy"], arr) if channels_last else arr
 
 
 # ---------------------------------------------------------------- the entry point

@@ -25,7 +25,7 @@ import torch  # type: ignore[import-not-found, unused-ignore]
 import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
 from torch import nn  # type: ignore[import-not-found, unused-ignore]
 
-from ._arrays import conv_input_grad
+from ._arrays import _dense_input, _is_channels_last, conv_input_grad
 
 __all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "patch_module"]
 
@@ -63,17 +63,6 @@ def _padding(
     )
 
 
-def _dense(t: torch.Tensor, prefer_channels_last: bool) -> torch.Tensor:
-    """``t`` if contiguous or channels-last, else a dense copy (autograd hands
-    gradients of any stride, e.g. expanded ones from ``.sum()``)."""
-    cl = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
-    if t.is_contiguous() or t.is_contiguous(memory_format=cl):
-        return t
-    return t.contiguous(
-        memory_format=cl if prefer_channels_last else torch.contiguous_format
-    )
-
-
 class _ConvNd(torch.autograd.Function):
     @staticmethod
     def forward(
@@ -97,14 +86,17 @@ class _ConvNd(torch.autograd.Function):
         input, weight = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.conv
         need_input, need_weight, need_bias = ctx.needs_input_grad[:3]
-        cl = torch.channels_last if input.dim() == 4 else torch.channels_last_3d
-        input_cl = input.is_contiguous(memory_format=cl) and not input.is_contiguous()
-        grad_output = _dense(grad_output, input_cl)
+        # Autograd hands gradients of any stride (e.g. expanded ones from ``.sum()``): a
+        # non-dense one is copied in the input's layout, which the result then follows
+        # (conv_input_grad copies the weight, if need be, in grad_output's).
+        grad_output = _dense_input(
+            grad_output, "torch", _is_channels_last(input, "torch")
+        )
         grad_input = grad_weight = grad_bias = None
         if need_input:
             grad_input = conv_input_grad(
                 input.shape,
-                _dense(weight, False),
+                weight,
                 grad_output,
                 stride,
                 padding,
