@@ -70,6 +70,15 @@ run() {
   [ $rc -eq 0 ] || fail=1
   tail -n "${TAIL:-6}" "$out/$name.log" | sed 's/^/    /'
 }
+# The demo, the Rust GPU tests (pip cuDNN) and their memcheck subset, pytest on the GPU,
+# interop: the GPU tests of the `kernel` and `random` modes.
+gpu_tests() {
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  memcheck_subset 150
+  TAIL=6 run pytest_gpu 300 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+}
 case "${1:-tests}" in
 tests)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
@@ -198,11 +207,7 @@ all)
 kernel)  # the depthwise kernel of our own: the GPU tests (Rust with memcheck, pytest,
          # interop), bench/dw_sweep.py, the zoo's ten models with NCHW depthwise layers,
          # bench/direct_probe.py
-  TAIL=12 run wheel_demo 60 bash -c wheel_check
-  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
-  memcheck_subset 150
-  TAIL=6 run pytest_gpu 300 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
-  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  gpu_tests
   TAIL=40 run dw_sweep 150 bash -c "cd bench && python3 dw_sweep.py"
   abs_out=$(cd "$out" && pwd)
   TAIL=16 run zoo_dw 200 bash -c "cd bench && python3 zoo.py --models efficientnet_b0,mobilenet_v2,shufflenet_v2_x1_0,mnasnet1_0,convnext_small,efficientnet_v2_s,mobilenet_v3_small,lraspp_mobilenet_v3_large,mvit_v2_s,s3d --configs ${ZOO_CONFIGS:-f32:nchw,tf32:nchw,f16:nchw,bf16:nchw} --csv $abs_out/zoo_dw.csv --max-minutes ${ZOO_MINUTES:-3} --top 12"
@@ -210,11 +215,7 @@ kernel)  # the depthwise kernel of our own: the GPU tests (Rust with memcheck, p
   ;;
 random)  # the GPU tests (Rust with memcheck, pytest, interop), bench/random_layers.py
          # (RANDOM_ARGS, RANDOM_MINUTES), then the training steps (TRAIN_MINUTES; 0: not)
-  TAIL=12 run wheel_demo 60 bash -c wheel_check
-  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
-  memcheck_subset 150
-  TAIL=6 run pytest_gpu 300 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
-  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  gpu_tests
   abs_out=$(cd "$out" && pwd)
   TAIL=60 run random_layers 400 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --max-minutes ${RANDOM_MINUTES:-3} ${RANDOM_ARGS:-}"
   [ "${TRAIN_MINUTES:-2}" != 0 ] && TAIL=30 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-2}" --steps 8 --warmup 2
