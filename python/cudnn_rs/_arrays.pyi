@@ -36,3 +36,7 @@ def conv_input_grad(
     library on its device (or ``out``, filled in), in grad_output's dtype and layout.
     ``algo=None``: the library's default choice; ``benchmark=True``: the measured tier.
     """
+
+# Internal, shared with ``cudnn_rs.torch``: the dense copies conv_input_grad makes.
+def _dense_input(obj: _A, lib: str, channels_last: bool = False) -> _A: ...
+def _is_channels_last(obj: Any, lib: str) -> bool: ...
