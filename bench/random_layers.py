@@ -14,7 +14,8 @@ rows over 1.05x per call, rows with a first call over max(5x PyTorch's, +20 ms),
 whose error is over the dtype's tolerance. `--csv` writes the rows.
 
 `--measured`: the measured tier (`benchmark=True`) against PyTorch's benchmark mode
-instead; a first call then is each side's search.
+instead; a first call then is each side's search, and ours is broken down by stage
+(`Handle.last_find_timing`: heuristics, builds, trials, refine).
 
 Usage (GPU machine): python bench/random_layers.py [--rows 80] [--seed 1] [--measured]
 [--csv F]
@@ -123,6 +124,17 @@ def draw(rng: random.Random) -> tuple[Conv, int, str, bool, str] | None:
     return conv, n, rng.choice(CONFIGS), rng.random() < 0.5, family
 
 
+def find_timing() -> dict[str, float]:
+    """Where the last measurement of `conv_input_grad`'s measuring handle went (ms by
+    stage, `Handle.last_find_timing`); empty when no handle measured."""
+    from cudnn_rs import _arrays
+
+    for (_, _, bench), h in list(_arrays._handles.items()):
+        if bench and hasattr(h, "last_find_timing"):
+            return dict(h.last_find_timing())
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=80)
@@ -168,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             theirs, ours, err = calls(conv, n, dt, fmt, gen, args.measured)
+            before = find_timing() if args.measured else {}
             tf, of = timer.first_call_ms(theirs), timer.first_call_ms(ours)
+            find = find_timing() if args.measured else {}
+            if find == before:  # no measurement in this call (the kernel of our own)
+                find = {}
             tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
             e_ours, e_theirs = err(ours), err(theirs)
             kernels = torch_kernels(ours, timer)[:50]
@@ -181,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{label} torch {tt:.4f} ours {to:.4f} ratio {ratio:.2f} "
             f"first: torch {tf:7.2f} ours {of:7.2f} ms err {e_ours:.1e} ({e_theirs:.1e})  {kernels}"
         )
+        if find:
+            line += "\n    find: " + ", ".join(f"{k} {v:.2f}" for k, v in find.items())
         print(line, flush=True)
         bad = []
         if ratio > 1.05:
@@ -202,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 "err_ours": e_ours,
                 "err_torch": e_theirs,
                 "ours_kernels": kernels,
+                **{f"ours_find_{k}_ms": v for k, v in find.items()},
             }
         )
     ratios = [r["ratio"] for r in records if "ratio" in r]

@@ -17,6 +17,12 @@ over the fastest traced configuration's.
     ... --setting-warm-spread 2.0       # other knob settings: no run after a warm-up this
                                         # many times the fastest
     ... --max-configs 10                # at most this many configurations per row
+    ... --tail-spread 4                 # first stage ends at a configuration this many
+                                        # times the fastest (the code: 10)
+    ... --contender-spread 1.5          # no more trials once a configuration's best run
+                                        # is this many times the fastest (the code: 2)
+    ... --setting-tail-spread 3         # second stage: an engine's later settings are
+                                        # left out after one this many times the fastest
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's
@@ -116,8 +122,15 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     pick: Config | None = None
     cost = 0.0
     timed = 0
+    first_stage_over = False
+    dropped_engines: set[int] = set()
     for c in row.configs:
         if args.drop_source and args.drop_source in c.source:
+            continue
+        second = c.engine in seen
+        if not second and first_stage_over:
+            continue
+        if second and c.engine in dropped_engines:
             continue
         if args.max_configs and timed >= args.max_configs:
             break
@@ -137,11 +150,27 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
             warm = runs[0][1]
             if warm > args.setting_warm_spread * fastest:
                 runs = runs[:1]
+        if args.contender_spread and len(runs) > 2:
+            # Trials stop once the best run so far is this many times the fastest.
+            kept = runs[:2]
+            for run in runs[2:]:
+                if min(ms for _, ms in kept[1:]) > args.contender_spread * fastest:
+                    break
+                kept.append(run)
+            runs = kept
         timed += 1
         cost += sum(n * ms + args.sync_ms for n, ms in runs)
         # The warm-up call does not count toward the time when later runs exist.
         timed_runs = runs[1:] or runs
         best = min((ms for _, ms in timed_runs), default=math.inf)
+        if not second and args.tail_spread and best >= args.tail_spread * fastest:
+            first_stage_over = True
+        if (
+            second
+            and args.setting_tail_spread
+            and best >= args.setting_tail_spread * fastest
+        ):
+            dropped_engines.add(c.engine)
         if best < fastest:
             fastest = best
             pick = c
@@ -158,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fallback-min-engines", type=int, default=0)
     ap.add_argument("--setting-warm-spread", type=float, default=0.0)
     ap.add_argument("--max-configs", type=int, default=0)
+    ap.add_argument("--tail-spread", type=float, default=0.0)
+    ap.add_argument("--contender-spread", type=float, default=0.0)
+    ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument("--sync-ms", type=float, default=0.03)
     ap.add_argument("--regret", type=float, default=1.01)
     args = ap.parse_args(argv)
@@ -170,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
             "fallback_min_engines": 0,
             "setting_warm_spread": 0.0,
             "max_configs": 0,
+            "tail_spread": 0.0,
+            "contender_spread": 0.0,
+            "setting_tail_spread": 0.0,
         }
     )
     torch_first: dict[tuple[str, ...], tuple[float, float]] = {}

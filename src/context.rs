@@ -263,7 +263,9 @@ impl CudnnContext {
     /// as PyTorch's `torch.backends.cudnn.benchmark`: on, the first call (or workspace
     /// query) of a problem times the engines the instant heuristic and the fallback list
     /// rank on scratch buffers (staged: each one's first-ranked knob setting until one is
-    /// ten times slower than the fastest, then the other settings of the close ones), within
+    /// four times slower than the fastest, then the other settings of the close ones, an
+    /// engine's until one is three times slower; engines only the fallback list names only
+    /// when the instant heuristic ranks fewer than six), within
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {

@@ -3,6 +3,7 @@
 //! engine autotuning, and running a plan. The descriptors themselves are built by
 //! [`super::graph`].
 
+use cudarc::cudnn::sys::cudnnBackendHeurMode_t as HeurMode;
 use cudarc::driver::{sys::CUdeviceptr, CudaEvent, CudaSlice};
 
 use super::graph::{self, tracing, GraphKey, OpGraph, Plan};
@@ -45,6 +46,23 @@ const CONTENDER_SPREAD: f32 = 2.0;
 /// the fastest, and the generic engines there took up to 170 ms a call, 40% of all the
 /// first sights' time.
 const TAIL_SPREAD: f32 = 10.0;
+/// In a staged timing, a configuration whose trials come out this many times slower
+/// than the fastest so far also ends the first stage. Replaying the H200's traces of the
+/// broad suite (`bench/schedule_sim.py --tail-spread`, 138 first sights): at 4 no pick
+/// changed and the trials took 14% less time; at 3 one pick was 1% slower.
+const STAGE_END_SPREAD: f32 = 4.0;
+/// In a staged timing's second stage, a knob setting this many times slower than the
+/// fastest rules out the engine's settings ranked after it: the heuristics rank an
+/// engine's settings by speed well (on the stem, 17 settings of one engine came out in
+/// rank order from 0.45 to 5.7 ms). In the same replay (`--setting-tail-spread`): at 3
+/// no pick changed; at 2 four did.
+const SETTING_END_SPREAD: f32 = 3.0;
+/// In a staged timing, engines only the fallback list names are timed only when the
+/// ranking heuristic (mode A) names fewer engines than this. In the same replay
+/// (`--fallback-min-engines`) no pick changed; the one fallback-only engine that was ever
+/// the fastest (grouped f32 NCHW) won where mode A named fewer; on the stem, one such
+/// engine took 32 ms for its one call.
+const FALLBACK_MIN_RANKED: usize = 6;
 /// In a staged timing's second stage (other knob settings of engines already close to
 /// the fastest), a setting whose single call after its warm-up takes this many times the
 /// fastest is no contender and gets no trials ...
@@ -68,7 +86,9 @@ fn trace_line(what: &str) {
 /// The order in which a timing takes the configurations a heuristic listed (their engine
 /// indices, in the heuristic's order): all of them in order, or staged: each engine's
 /// first-ranked setting, then the other settings of the engines found close to the
-/// fastest (the others are ruled out, not cut).
+/// fastest (the others are ruled out, not cut). Staged, the engines only the fallback
+/// list names are ruled out when the ranking heuristic named [`FALLBACK_MIN_RANKED`]
+/// engines or more.
 struct Schedule {
     engines: Vec<i64>,
     first: Vec<bool>,
@@ -76,17 +96,38 @@ struct Schedule {
     next: usize,
     staged: bool,
     second_stage: bool,
+    /// Engines whose settings not yet handed out are ruled out.
+    ended: Vec<i64>,
 }
 
 impl Schedule {
-    fn new(engines: Vec<i64>, staged: bool) -> Self {
+    /// `ranked[i]`: configuration `i` came from a ranking heuristic (not only the fallback
+    /// list).
+    fn new(engines: Vec<i64>, ranked: &[bool], staged: bool) -> Self {
         let first: Vec<bool> = engines
             .iter()
             .enumerate()
             .map(|(i, e)| !engines[..i].contains(e))
             .collect();
+        let ranked_engines: Vec<i64> = engines
+            .iter()
+            .zip(ranked)
+            .filter(|(_, r)| **r)
+            .map(|(e, _)| *e)
+            .collect();
+        let distinct_ranked = (0..ranked_engines.len())
+            .filter(|&i| !ranked_engines[..i].contains(&ranked_engines[i]))
+            .count();
+        let mut ended = Vec::new();
+        if staged && distinct_ranked >= FALLBACK_MIN_RANKED {
+            for e in &engines {
+                if !ranked_engines.contains(e) && !ended.contains(e) {
+                    ended.push(*e);
+                }
+            }
+        }
         let queue = (0..engines.len())
-            .filter(|&i| !staged || first[i])
+            .filter(|&i| !staged || (first[i] && !ended.contains(&engines[i])))
             .collect();
         Self {
             engines,
@@ -95,6 +136,7 @@ impl Schedule {
             next: 0,
             staged,
             second_stage: !staged,
+            ended,
         }
     }
 
@@ -108,9 +150,21 @@ impl Schedule {
             self.queue
                 .extend((0..engines.len()).filter(|&i| !first[i] && close.contains(&engines[i])));
         }
-        let i = *self.queue.get(self.next)?;
-        self.next += 1;
-        Some(i)
+        while let Some(&i) = self.queue.get(self.next) {
+            self.next += 1;
+            if !self.ended.contains(&self.engines[i]) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Rules out the settings of configuration `i`'s engine not yet handed out (only in
+    /// a staged schedule's second stage).
+    fn end_engine(&mut self, i: usize) {
+        if self.staged && self.second_stage && !self.ended.contains(&self.engines[i]) {
+            self.ended.push(self.engines[i]);
+        }
     }
 
     /// Whether configuration `i` is another knob setting of an engine already timed in the
@@ -130,12 +184,15 @@ impl Schedule {
     /// How many configurations stopping now leaves out: what is left in the queue and,
     /// before the second stage, every other setting (that stage could have taken them).
     fn left(&self) -> usize {
+        let open = |i: &usize| !self.ended.contains(&self.engines[*i]);
         let later = if self.second_stage {
             0
         } else {
-            self.first.iter().filter(|f| !**f).count()
+            (0..self.first.len())
+                .filter(|i| !self.first[*i] && open(i))
+                .count()
         };
-        self.queue.len() - self.next + later
+        self.queue[self.next..].iter().filter(|i| open(i)).count() + later
     }
 }
 
@@ -540,8 +597,18 @@ impl CudnnContext {
         let mut found: Vec<(Engine, graph::Notes, std::rc::Rc<Plan>)> = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
-        let mut schedule =
-            Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
+        let ranked: Vec<bool> = configs
+            .iter()
+            .map(|c| {
+                c.from
+                    .is_some_and(|m| m != HeurMode::CUDNN_HEUR_MODE_FALLBACK)
+            })
+            .collect();
+        let mut schedule = Schedule::new(
+            configs.iter().map(|c| c.config.index()).collect(),
+            &ranked,
+            staged,
+        );
         loop {
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
                 left_out = schedule.left();
@@ -610,9 +677,13 @@ impl CudnnContext {
                 // SAFETY: as above.
                 best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest, screen)? };
             }
-            // (A no-op in the second stage, and so in an exhaustive schedule.)
-            if best.is_finite() && best >= TAIL_SPREAD * fastest {
+            // (No-ops in an exhaustive schedule; the first in the second stage, the second
+            // in the first.)
+            if best.is_finite() && best >= STAGE_END_SPREAD * fastest {
                 schedule.end_first_stage();
+            }
+            if best.is_finite() && best >= SETTING_END_SPREAD * fastest {
+                schedule.end_engine(i);
             }
             timing.trials += running.elapsed();
             if tracing() {
@@ -879,7 +950,7 @@ mod tests {
     /// Every configuration the schedule hands out, with `close` as the engines near the
     /// fastest after the first stage.
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
-        let mut s = Schedule::new(engines.to_vec(), staged);
+        let mut s = Schedule::new(engines.to_vec(), &vec![true; engines.len()], staged);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
     }
 
@@ -915,7 +986,7 @@ mod tests {
     #[test]
     fn a_slow_tail_ends_the_first_stage_but_not_the_second() {
         let engines = [67, 71, 67, 5, 9, 71];
-        let mut s = Schedule::new(engines.to_vec(), true);
+        let mut s = Schedule::new(engines.to_vec(), &[true; 6], true);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.next(Vec::new), Some(1));
         // Engine 71 came out far slower than 67: engines 5 and 9 are ruled out, not cut.
@@ -930,7 +1001,7 @@ mod tests {
         s.end_first_stage(); // no effect in the second stage
         assert_eq!(s.next(Vec::new), None);
         // An exhaustive schedule has no stages: every configuration comes, none screened.
-        let mut all = Schedule::new(engines.to_vec(), false);
+        let mut all = Schedule::new(engines.to_vec(), &[true; 6], false);
         all.end_first_stage();
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
@@ -939,7 +1010,7 @@ mod tests {
 
     #[test]
     fn a_cut_counts_what_the_second_stage_could_still_take() {
-        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], true);
+        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], &[true; 5], true);
         assert_eq!(s.left(), 5);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.left(), 4);
@@ -952,5 +1023,52 @@ mod tests {
         assert_eq!(s.next(Vec::new), Some(4));
         assert_eq!(s.left(), 0);
         assert_eq!(s.next(Vec::new), None);
+    }
+
+    #[test]
+    fn a_slow_setting_ends_its_engines_later_settings_in_the_second_stage() {
+        let engines = [67, 71, 67, 71, 67, 71];
+        let mut s = Schedule::new(engines.to_vec(), &[true; 6], true);
+        assert_eq!(s.next(Vec::new), Some(0));
+        assert_eq!(s.next(Vec::new), Some(1));
+        // First stage: ending an engine is a no-op (its first setting is all it had yet).
+        s.end_engine(1);
+        assert_eq!(s.next(|| vec![67, 71]), Some(2));
+        // Engine 67's setting 2 came out far slower: its setting 4 is ruled out, not cut.
+        s.end_engine(2);
+        assert_eq!(s.left(), 2, "71's two other settings");
+        assert_eq!(s.next(Vec::new), Some(3));
+        assert_eq!(s.next(Vec::new), Some(5));
+        assert_eq!(s.next(Vec::new), None);
+        // Exhaustive: nothing is ruled out.
+        let mut all = Schedule::new(engines.to_vec(), &[true; 6], false);
+        all.end_engine(0);
+        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn fallback_only_engines_are_timed_only_when_few_engines_are_ranked() {
+        use super::FALLBACK_MIN_RANKED;
+        // Engines 0..n ranked, engine 99 only on the fallback list, and a fallback-listed
+        // other setting of a ranked engine (0).
+        let ranked_order = |n: usize, staged: bool| {
+            let mut engines: Vec<i64> = (0..n as i64).collect();
+            let mut ranked = vec![true; n];
+            engines.extend([99, 0]);
+            ranked.extend([false, false]);
+            let mut s = Schedule::new(engines, &ranked, staged);
+            std::iter::from_fn(|| s.next(|| vec![0, 99])).collect::<Vec<usize>>()
+        };
+        let few = FALLBACK_MIN_RANKED - 1;
+        let fallback = few;
+        assert!(ranked_order(few, true).contains(&fallback));
+        let many = FALLBACK_MIN_RANKED;
+        let order = ranked_order(many, true);
+        assert!(!order.contains(&many), "{order:?}");
+        // The ranked engine's other setting from the fallback list is still reached.
+        assert!(order.contains(&(many + 1)), "{order:?}");
+        // Exhaustive: every configuration.
+        assert_eq!(ranked_order(many, false).len(), many + 2);
     }
 }

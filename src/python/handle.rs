@@ -197,8 +197,10 @@ impl PyHandle {
     /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
     /// query) of a problem times the engines cuDNN's instant heuristic (mode A) and
     /// fallback list rank on scratch buffers (each one's first-ranked knob setting in rank
-    /// order until one is ten times slower than the fastest, then every ranked setting of
-    /// those within 10% of the fastest), within `benchmark_budget_ms`,
+    /// order until one is four times slower than the fastest, then the ranked settings of
+    /// those within 10% of the fastest, an engine's until one is three times slower; engines
+    /// only the fallback list names only when the heuristic ranks fewer than six), within
+    /// `benchmark_budget_ms`,
     /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
     /// (the default): the choice is made without timing, the same in every process.
     #[getter]
