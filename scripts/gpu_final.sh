@@ -29,6 +29,8 @@
 #                                     # ZOO_MINUTES), bench/direct_probe.py (PROBE=0: not)
 #   bash scripts/gpu_final.sh random  # the GPU tests, bench/random_layers.py (layers drawn at
 #                                     # random), the training steps
+#   bash scripts/gpu_final.sh sight   # test_gpu_arrays.py, the measured tier's first sights
+#                                     # (first_sight.py, random_layers.py --measured)
 #   bash scripts/gpu_final.sh compare # this build against a branch's in .carry/alt/ (dw_sweep
 #                                     # with each, the branch's GPU tests)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
@@ -219,6 +221,17 @@ random)  # the GPU tests (Rust with memcheck, pytest, interop), bench/random_lay
   abs_out=$(cd "$out" && pwd)
   TAIL=60 run random_layers 400 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --max-minutes ${RANDOM_MINUTES:-3} ${RANDOM_ARGS:-}"
   [ "${TRAIN_MINUTES:-2}" != 0 ] && TAIL=30 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-2}" --steps 8 --warmup 2
+  ;;
+sight)  # the measured tier's first sights: cudnn_rs.torch and the array API on the GPU
+        # (test_gpu_arrays.py), bench/first_sight.py at the realistic batch with its
+        # trace, then bench/random_layers.py --measured (RANDOM_ARGS, RANDOM_MINUTES)
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  TAIL=6 run pytest_arrays 150 python3 -m pytest tests/python/test_gpu_arrays.py -q -rs -p no:cacheprovider
+  TAIL=8 run first_sight 260 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 first_sight.py --csv $out/first_sight.csv --batch real --max-minutes ${FIRST_MINUTES:-3.5} 2>$out/find_trace.txt"
+  gzip -f "$out/find_trace.txt"
+  abs_out=$(cd "$out" && pwd)
+  TAIL=30 run random_measured 200 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-2.6} ${RANDOM_ARGS:---seed 2 --rows 60}"
   ;;
 compare)  # this build against another in .carry/alt/ (a branch's wheel, its test_gpu_rows,
           # and its changed test files in .carry/alt/tests/): bench/dw_sweep.py (DW_ARGS)
