@@ -62,11 +62,13 @@ ROWS = [
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 
 
-def calls(c, n, dt, fmt=torch.contiguous_format, gen=None, benchmark=False):
+def calls(
+    c, n, dt, fmt=torch.contiguous_format, gen=None, benchmark=False, handle=None
+):
     """Fresh random operands of layer `c` at batch `n`, type `dt`, memory format `fmt`,
     and three functions of them: PyTorch's dgrad (its default, or what its flags say),
-    ours (`conv_input_grad`, the measured tier with `benchmark`), and a call's error
-    against PyTorch's dgrad in float64 (relative, in the norm)."""
+    ours (`conv_input_grad`, the measured tier with `benchmark`, on `handle` if given),
+    and a call's error against PyTorch's dgrad in float64 (relative, in the norm)."""
     w = torch.randn(c.w, device="cuda", dtype=dt, generator=gen)
     dy = torch.randn((n, *c.out), device="cuda", dtype=dt, generator=gen)
     w, dy = w.contiguous(memory_format=fmt), dy.contiguous(memory_format=fmt)
@@ -79,7 +81,9 @@ def calls(c, n, dt, fmt=torch.contiguous_format, gen=None, benchmark=False):
         return dgrad(dy, x, w, c)
 
     def ours():
-        return cd.conv_input_grad(shape, w, dy, *args, benchmark=benchmark)
+        return cd.conv_input_grad(
+            shape, w, dy, *args, benchmark=benchmark, handle=handle
+        )
 
     def err(f):
         return ((f().double() - ref).norm() / ref.norm()).item()

@@ -35,6 +35,8 @@ from broad import TOLERANCE, Timer, set_torch_flags, torch_kernels
 from direct_probe import calls
 from zoo import Conv
 
+import cudnn_rs as cd
+
 CHANNELS = [3, 8, 13, 16, 24, 32, 48, 64, 96, 100, 128, 192, 256, 384, 512, 1024]
 SPATIAL = [7, 8, 13, 14, 17, 28, 31, 32, 56, 64, 112]
 BATCHES = [1, 2, 8, 16, 32, 64]
@@ -124,17 +126,6 @@ def draw(rng: random.Random) -> tuple[Conv, int, str, bool, str] | None:
     return conv, n, rng.choice(CONFIGS), rng.random() < 0.5, family
 
 
-def find_timing() -> dict[str, float]:
-    """Where the last measurement of `conv_input_grad`'s measuring handle went (ms by
-    stage, `Handle.last_find_timing`); empty when no handle measured."""
-    from cudnn_rs import _arrays
-
-    for (_, _, bench), h in list(_arrays._handles.items()):
-        if bench and hasattr(h, "last_find_timing"):
-            return dict(h.last_find_timing())
-    return {}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=80)
@@ -150,6 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
+    # The measured tier on a handle of PyTorch's current stream, as `conv_input_grad`
+    # makes its own, so that where each measurement went can be read from it.
+    handle = (
+        cd.Handle(device=0, stream=torch.cuda.current_stream(), benchmark=True)
+        if args.measured
+        else None
+    )
+
+    def find_timing() -> dict[str, float]:
+        return dict(handle.last_find_timing()) if handle is not None else {}
+
     rng = random.Random(args.seed)
     timer = Timer("cuda", 20, 5, warmup=3)
     started = time.monotonic()
@@ -179,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{family:10} {conv.label():34} N={n:<2} {cfg:4} {'cl' if cl else 'nchw'}"
         )
         try:
-            theirs, ours, err = calls(conv, n, dt, fmt, gen, args.measured)
-            before = find_timing() if args.measured else {}
+            theirs, ours, err = calls(conv, n, dt, fmt, gen, handle=handle)
+            before = find_timing()
             tf, of = timer.first_call_ms(theirs), timer.first_call_ms(ours)
-            find = find_timing() if args.measured else {}
+            find = find_timing()
             if find == before:  # no measurement in this call (the kernel of our own)
                 find = {}
             tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)

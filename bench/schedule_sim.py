@@ -122,6 +122,7 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     pick: Config | None = None
     cost = 0.0
     timed = 0
+    kept: list[tuple[float, Config]] = []
     first_stage_over = False
     dropped_engines: set[int] = set()
     for c in row.configs:
@@ -150,19 +151,26 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
             warm = runs[0][1]
             if warm > args.setting_warm_spread * fastest:
                 runs = runs[:1]
+        if args.max_trials:
+            # At most this many trials after the warm-up and the sizing call.
+            runs = runs[: 2 + args.max_trials]
         if args.contender_spread and len(runs) > 2:
             # Trials stop once the best run so far is this many times the fastest.
-            kept = runs[:2]
+            trial_runs = runs[:2]
             for run in runs[2:]:
-                if min(ms for _, ms in kept[1:]) > args.contender_spread * fastest:
+                if (
+                    min(ms for _, ms in trial_runs[1:])
+                    > args.contender_spread * fastest
+                ):
                     break
-                kept.append(run)
-            runs = kept
+                trial_runs.append(run)
+            runs = trial_runs
         timed += 1
         cost += sum(n * ms + args.sync_ms for n, ms in runs)
         # The warm-up call does not count toward the time when later runs exist.
         timed_runs = runs[1:] or runs
         best = min((ms for _, ms in timed_runs), default=math.inf)
+        kept.append((best, c))
         if not second and args.tail_spread and best >= args.tail_spread * fastest:
             first_stage_over = True
         if (
@@ -174,6 +182,12 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
         if best < fastest:
             fastest = best
             pick = c
+    if args.refine and kept:
+        # The refine stage, taken as exact: the fastest by the traced time of the up to
+        # three kept within 15% of the kept fastest.
+        kept.sort(key=lambda bc: bc[0])
+        close = [c for b, c in kept[:3] if b <= 1.15 * kept[0][0]]
+        pick = min(close, key=lambda c: c.best)
     return cost, pick, timed
 
 
@@ -189,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-configs", type=int, default=0)
     ap.add_argument("--tail-spread", type=float, default=0.0)
     ap.add_argument("--contender-spread", type=float, default=0.0)
+    ap.add_argument("--max-trials", type=int, default=0)
+    ap.add_argument(
+        "--refine", action="store_true", help="count the refine stage as exact"
+    )
     ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument("--sync-ms", type=float, default=0.03)
     ap.add_argument("--regret", type=float, default=1.01)
@@ -204,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_configs": 0,
             "tail_spread": 0.0,
             "contender_spread": 0.0,
+            "max_trials": 0,
             "setting_tail_spread": 0.0,
         }
     )

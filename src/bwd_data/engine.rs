@@ -57,8 +57,9 @@ const STAGE_END_SPREAD: f32 = 4.0;
 /// rank order from 0.45 to 5.7 ms). In the same replay (`--setting-tail-spread`): at 3
 /// no pick changed; at 2 four did.
 const SETTING_END_SPREAD: f32 = 3.0;
-/// In a staged timing, engines only the fallback list names are timed only when the
-/// ranking heuristic (mode A) names fewer engines than this. In the same replay
+/// In a staged timing, engines only the fallback list names are timed only while fewer
+/// engines the ranking heuristic (mode A) names than this have been timed (some it names
+/// do not build, or do not fit the math type). In the same replay
 /// (`--fallback-min-engines`) no pick changed; the one fallback-only engine that was ever
 /// the fastest (grouped f32 NCHW) won where mode A named fewer; on the stem, one such
 /// engine took 32 ms for its one call.
@@ -86,9 +87,7 @@ fn trace_line(what: &str) {
 /// The order in which a timing takes the configurations a heuristic listed (their engine
 /// indices, in the heuristic's order): all of them in order, or staged: each engine's
 /// first-ranked setting, then the other settings of the engines found close to the
-/// fastest (the others are ruled out, not cut). Staged, the engines only the fallback
-/// list names are ruled out when the ranking heuristic named [`FALLBACK_MIN_RANKED`]
-/// engines or more.
+/// fastest (the others are ruled out, not cut).
 struct Schedule {
     engines: Vec<i64>,
     first: Vec<bool>,
@@ -101,33 +100,14 @@ struct Schedule {
 }
 
 impl Schedule {
-    /// `ranked[i]`: configuration `i` came from a ranking heuristic (not only the fallback
-    /// list).
-    fn new(engines: Vec<i64>, ranked: &[bool], staged: bool) -> Self {
+    fn new(engines: Vec<i64>, staged: bool) -> Self {
         let first: Vec<bool> = engines
             .iter()
             .enumerate()
             .map(|(i, e)| !engines[..i].contains(e))
             .collect();
-        let ranked_engines: Vec<i64> = engines
-            .iter()
-            .zip(ranked)
-            .filter(|(_, r)| **r)
-            .map(|(e, _)| *e)
-            .collect();
-        let distinct_ranked = (0..ranked_engines.len())
-            .filter(|&i| !ranked_engines[..i].contains(&ranked_engines[i]))
-            .count();
-        let mut ended = Vec::new();
-        if staged && distinct_ranked >= FALLBACK_MIN_RANKED {
-            for e in &engines {
-                if !ranked_engines.contains(e) && !ended.contains(e) {
-                    ended.push(*e);
-                }
-            }
-        }
         let queue = (0..engines.len())
-            .filter(|&i| !staged || (first[i] && !ended.contains(&engines[i])))
+            .filter(|&i| !staged || first[i])
             .collect();
         Self {
             engines,
@@ -136,27 +116,30 @@ impl Schedule {
             next: 0,
             staged,
             second_stage: !staged,
-            ended,
+            ended: Vec::new(),
         }
     }
 
     /// The next configuration to time; when the first stage is done, `close` names the
     /// engines whose other settings the second stage takes.
     fn next(&mut self, close: impl FnOnce() -> Vec<i64>) -> Option<usize> {
-        if self.next == self.queue.len() && !self.second_stage {
-            self.second_stage = true;
-            let close = close();
-            let (engines, first) = (&self.engines, &self.first);
-            self.queue
-                .extend((0..engines.len()).filter(|&i| !first[i] && close.contains(&engines[i])));
-        }
-        while let Some(&i) = self.queue.get(self.next) {
+        let mut close = Some(close);
+        loop {
+            if self.next == self.queue.len() && !self.second_stage {
+                self.second_stage = true;
+                let close = close.take().map_or_else(Vec::new, |f| f());
+                let (engines, first) = (&self.engines, &self.first);
+                self.queue.extend(
+                    (0..engines.len()).filter(|&i| !first[i] && close.contains(&engines[i])),
+                );
+            }
+            let i = *self.queue.get(self.next)?;
             self.next += 1;
+            // Ruled out after it was queued: skip it.
             if !self.ended.contains(&self.engines[i]) {
                 return Some(i);
             }
         }
-        None
     }
 
     /// Rules out the settings of configuration `i`'s engine not yet handed out (only in
@@ -164,6 +147,20 @@ impl Schedule {
     fn end_engine(&mut self, i: usize) {
         if self.staged && self.second_stage && !self.ended.contains(&self.engines[i]) {
             self.ended.push(self.engines[i]);
+        }
+    }
+
+    /// Rules out the engines none of the configurations `ranked` marks lists (those only
+    /// the fallback list names; only in a staged schedule).
+    fn end_unranked(&mut self, ranked: &[bool]) {
+        if !self.staged {
+            return;
+        }
+        for (i, e) in self.engines.iter().enumerate() {
+            let listed = (0..self.engines.len()).any(|j| ranked[j] && self.engines[j] == *e);
+            if !listed && !ranked[i] && !self.ended.contains(e) {
+                self.ended.push(*e);
+            }
         }
     }
 
@@ -604,11 +601,10 @@ impl CudnnContext {
                     .is_some_and(|m| m != HeurMode::CUDNN_HEUR_MODE_FALLBACK)
             })
             .collect();
-        let mut schedule = Schedule::new(
-            configs.iter().map(|c| c.config.index()).collect(),
-            &ranked,
-            staged,
-        );
+        let mut schedule =
+            Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
+        // The engines of ranked configurations timed so far (FALLBACK_MIN_RANKED).
+        let mut ranked_timed: Vec<i64> = Vec::new();
         loop {
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
                 left_out = schedule.left();
@@ -696,6 +692,12 @@ impl CudnnContext {
                 ));
             }
             fastest = fastest.min(best);
+            if ranked[i] && !ranked_timed.contains(&c.config.index()) {
+                ranked_timed.push(c.config.index());
+                if ranked_timed.len() == FALLBACK_MIN_RANKED {
+                    schedule.end_unranked(&ranked);
+                }
+            }
             if best.is_finite() {
                 let notes = plan.notes;
                 found.push((plan.engine().with_time(best), notes, plan));
@@ -950,7 +952,7 @@ mod tests {
     /// Every configuration the schedule hands out, with `close` as the engines near the
     /// fastest after the first stage.
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
-        let mut s = Schedule::new(engines.to_vec(), &vec![true; engines.len()], staged);
+        let mut s = Schedule::new(engines.to_vec(), staged);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
     }
 
@@ -986,7 +988,7 @@ mod tests {
     #[test]
     fn a_slow_tail_ends_the_first_stage_but_not_the_second() {
         let engines = [67, 71, 67, 5, 9, 71];
-        let mut s = Schedule::new(engines.to_vec(), &[true; 6], true);
+        let mut s = Schedule::new(engines.to_vec(), true);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.next(Vec::new), Some(1));
         // Engine 71 came out far slower than 67: engines 5 and 9 are ruled out, not cut.
@@ -1001,7 +1003,7 @@ mod tests {
         s.end_first_stage(); // no effect in the second stage
         assert_eq!(s.next(Vec::new), None);
         // An exhaustive schedule has no stages: every configuration comes, none screened.
-        let mut all = Schedule::new(engines.to_vec(), &[true; 6], false);
+        let mut all = Schedule::new(engines.to_vec(), false);
         all.end_first_stage();
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
@@ -1010,7 +1012,7 @@ mod tests {
 
     #[test]
     fn a_cut_counts_what_the_second_stage_could_still_take() {
-        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], &[true; 5], true);
+        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], true);
         assert_eq!(s.left(), 5);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.left(), 4);
@@ -1028,7 +1030,7 @@ mod tests {
     #[test]
     fn a_slow_setting_ends_its_engines_later_settings_in_the_second_stage() {
         let engines = [67, 71, 67, 71, 67, 71];
-        let mut s = Schedule::new(engines.to_vec(), &[true; 6], true);
+        let mut s = Schedule::new(engines.to_vec(), true);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.next(Vec::new), Some(1));
         // First stage: ending an engine is a no-op (its first setting is all it had yet).
@@ -1041,34 +1043,29 @@ mod tests {
         assert_eq!(s.next(Vec::new), Some(5));
         assert_eq!(s.next(Vec::new), None);
         // Exhaustive: nothing is ruled out.
-        let mut all = Schedule::new(engines.to_vec(), &[true; 6], false);
+        let mut all = Schedule::new(engines.to_vec(), false);
         all.end_engine(0);
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
     }
 
     #[test]
-    fn fallback_only_engines_are_timed_only_when_few_engines_are_ranked() {
-        use super::FALLBACK_MIN_RANKED;
-        // Engines 0..n ranked, engine 99 only on the fallback list, and a fallback-listed
-        // other setting of a ranked engine (0).
-        let ranked_order = |n: usize, staged: bool| {
-            let mut engines: Vec<i64> = (0..n as i64).collect();
-            let mut ranked = vec![true; n];
-            engines.extend([99, 0]);
-            ranked.extend([false, false]);
-            let mut s = Schedule::new(engines, &ranked, staged);
-            std::iter::from_fn(|| s.next(|| vec![0, 99])).collect::<Vec<usize>>()
-        };
-        let few = FALLBACK_MIN_RANKED - 1;
-        let fallback = few;
-        assert!(ranked_order(few, true).contains(&fallback));
-        let many = FALLBACK_MIN_RANKED;
-        let order = ranked_order(many, true);
-        assert!(!order.contains(&many), "{order:?}");
-        // The ranked engine's other setting from the fallback list is still reached.
-        assert!(order.contains(&(many + 1)), "{order:?}");
-        // Exhaustive: every configuration.
-        assert_eq!(ranked_order(many, false).len(), many + 2);
+    fn engines_only_the_fallback_list_names_can_be_ruled_out() {
+        // Engines 1 and 2 ranked; 99 only on the fallback list; a fallback-listed other
+        // setting of engine 1 (ranked[3] false, but engine 1 is ranked).
+        let engines = vec![1, 2, 99, 1];
+        let ranked = [true, true, false, false];
+        let mut s = Schedule::new(engines.clone(), true);
+        assert_eq!(s.next(Vec::new), Some(0));
+        s.end_unranked(&ranked);
+        assert_eq!(s.left(), 2, "engine 2's first setting and engine 1's other");
+        assert_eq!(s.next(Vec::new), Some(1));
+        assert_eq!(s.next(|| vec![1, 99]), Some(3));
+        assert_eq!(s.next(Vec::new), None);
+        // Exhaustive: nothing is ruled out.
+        let mut all = Schedule::new(engines, false);
+        all.end_unranked(&ranked);
+        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
+        assert_eq!(order, [0, 1, 2, 3]);
     }
 }
