@@ -8,8 +8,8 @@ synchronised: what a new shape costs before its first result, cuDNN's run-time
 compilation included), both errors against PyTorch in float64, and the kernels ours ran.
 A line per row; a summary of the rows where ours is slower at the end.
 
-Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/dw_sweep.py [--quick]
-[--layout nchw|cl]
+Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] [CUDNN_RS_DIRECT_TX=4|8] python
+bench/dw_sweep.py [--quick] [--layout nchw|cl] [--only LABELS]
 """
 
 from __future__ import annotations
@@ -60,6 +60,15 @@ ROWS = [
     (dw2d(256, (2, 2), 2, 28), 32, "2x2 s2"),
     (dw2d(96, (11, 11), 4, 112), 16, "11x11 s4"),
     (dw2d(192, (3, 3), 3, 28), 1, "3x3 s3 N1"),
+    # Stride-1 squares at the sizes models run them (ConvNeXt's 7x7 stages, MobileNet's
+    # and EfficientNet's 3x3 and 5x5), for the four- and eight-output entries.
+    (dw2d(96, (7, 7), 1, 56), 32, "7x7 s1 56"),
+    (dw2d(192, (7, 7), 1, 28), 32, "7x7 s1 28"),
+    (dw2d(768, (7, 7), 1, 7), 32, "7x7 s1 7"),
+    (dw2d(384, (7, 7), 1, 14), 1, "7x7 s1 N1"),
+    (dw2d(32, (3, 3), 1, 112), 32, "3x3 s1 112"),
+    (dw2d(144, (3, 3), 1, 56), 32, "3x3 s1 56"),
+    (dw2d(672, (5, 5), 1, 14), 32, "5x5 s1 14"),
 ]
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 LAYOUTS = [("nchw", torch.contiguous_format), ("cl", torch.channels_last)]
@@ -76,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
-    print(f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')}")
+    print(
+        f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')} "
+        f"CUDNN_RS_DIRECT_TX={os.environ.get('CUDNN_RS_DIRECT_TX', '')}"
+    )
     timer = Timer("cuda", 20, 5, warmup=3)
     layouts = LAYOUTS[:1] if args.quick else LAYOUTS
     layouts = [lf for lf in layouts if args.layout in (None, lf[0])]

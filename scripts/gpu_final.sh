@@ -31,6 +31,9 @@
 #                                     # random), the training steps
 #   bash scripts/gpu_final.sh sight   # test_gpu_arrays.py, the measured tier's first sights
 #                                     # (first_sight.py, random_layers.py --measured)
+#   bash scripts/gpu_final.sh tx      # the depthwise kernel's four- and eight-output entry
+#                                     # points and cuDNN on stride-1 squares, the kernel's
+#                                     # tests on the eight-output ones
 #   bash scripts/gpu_final.sh compare # this build against a branch's in .carry/alt/ (dw_sweep
 #                                     # with each, the branch's GPU tests)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
@@ -232,6 +235,15 @@ sight)  # the measured tier's first sights: cudnn_rs.torch and the array API on 
   gzip -f "$out/find_trace.txt"
   abs_out=$(cd "$out" && pwd)
   TAIL=30 run random_measured 200 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-2.6} ${RANDOM_ARGS:---seed 2 --rows 60}"
+  ;;
+tx)  # the stride-1 square filters' four- and eight-output entry points against each other
+    # and cuDNN (bench/dw_sweep.py, NCHW), then the kernel's tests on the eight-output ones
+  only="3x3 s1,5x5 s1,7x7 s1,3x3 s1 N1,7x7 s1 56,7x7 s1 28,7x7 s1 7,7x7 s1 N1,3x3 s1 112,3x3 s1 56,5x5 s1 14"
+  for tx in 4 8; do
+    CUDNN_RS_DIRECT=all CUDNN_RS_DIRECT_TX=$tx TAIL=36 run "dw_tx$tx" 150 bash -c "cd bench && python3 dw_sweep.py --layout nchw --only '$only'"
+  done
+  CUDNN_RS_DIRECT=0 TAIL=36 run dw_cudnn 200 bash -c "cd bench && python3 dw_sweep.py --layout nchw --only '$only'"
+  CUDNN_RS_DIRECT_TX=8 TAIL=4 run pytest_tx8 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider
   ;;
 compare)  # this build against another in .carry/alt/ (a branch's wheel, its test_gpu_rows,
           # and its changed test files in .carry/alt/tests/): bench/dw_sweep.py (DW_ARGS)

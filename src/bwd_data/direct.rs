@@ -40,8 +40,13 @@ use crate::data_type::DType;
 use crate::problem::RawProblem;
 use crate::tensor::Format;
 
-/// Outputs a thread computes (the kernel's `TX`).
+/// Outputs a thread computes (the kernel's `TX`) ...
 const TX: u64 = 4;
+/// ... and in the `s1x8` entry points (2-d 3x3, 5x5 and 7x7 at stride 1), which problems
+/// of at least [`WIDE_ITEMS`] work items of [`TX`] outputs run.
+const WIDE_TX: u64 = 8;
+/// See [`WIDE_TX`].
+const WIDE_ITEMS: u64 = u64::MAX;
 /// Threads per block (the kernel's launch bound).
 pub(crate) const BLOCK: u32 = 256;
 /// The most filters per channel: the kernel loops over them per output, and one and two
@@ -186,12 +191,18 @@ impl DirectPlan {
         let kind = Kind::of(p)?;
         let u = |v: usize| u32::try_from(v).ok();
         let i = |v: usize| i32::try_from(v).ok();
-        // Work items: per dx row, ceil(W / (TX step)) spans of TX step columns, step
+        // 3x3x3, and the square 2-d filters at stride 1 and 2, have entry points of their
+        // own; other 2-d filters, and every 2-d filter at the other strides, take their
+        // height at run time (`kh`).
+        let own = fixed_filter(&w[2..]) && (kind != Kind::Strided || w.len() == 5);
+        // Work items: per dx row, ceil(W / (tx step)) spans of tx step columns, step
         // threads each (see `Kind::step`).
         let step = kind.step(&conv.stride, &conv.dilation) as u64;
-        let spans = (xs[2] as u64).div_ceil(TX * step);
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
-        let items = rows.checked_mul(spans * step)?;
+        let items_of = |tx: u64| rows.checked_mul((xs[2] as u64).div_ceil(tx * step) * step);
+        let narrow = items_of(TX)?;
+        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow);
+        let items = if wide { items_of(WIDE_TX)? } else { narrow };
         if items >= 1 << 31 {
             return None;
         }
@@ -226,14 +237,11 @@ impl DirectPlan {
             _ => "bf16",
         };
         let name = match kind {
+            Kind::Stride1 if wide => "s1x8",
             Kind::Stride1 => "s1",
             Kind::Stride2 => "s2",
             Kind::Strided => "strided",
         };
-        // 3x3x3, and the square 2-d filters at stride 1 and 2, have entry points of their
-        // own; other 2-d filters, and every 2-d filter at the other strides, take their
-        // height at run time (`kh`).
-        let own = fixed_filter(&w[2..]) && (kind != Kind::Strided || w.len() == 5);
         let filter = if own {
             format!("k{}{}{}", ks[0], ks[1], ks[2])
         } else {
@@ -392,6 +400,18 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
         && p.dx.len() >= HALF_CUDNN_ELEMENTS;
     let as_pytorch = p.dx.dtype() == DType::F16 && matches!(extent, [3, 3] | [5, 5]);
     !(cudnn_half && (benchmark || as_pytorch))
+}
+
+/// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
+/// (where it has one): from [`WIDE_ITEMS`]; `CUDNN_RS_DIRECT_TX=8` (or `4`) in the
+/// environment: always (never), to measure one against the other.
+fn wide_rows(items: u64) -> bool {
+    static TX_ENV: OnceLock<Option<u64>> = OnceLock::new();
+    match TX_ENV.get_or_init(|| std::env::var("CUDNN_RS_DIRECT_TX").ok()?.parse().ok()) {
+        Some(8) => true,
+        Some(4) => false,
+        _ => items >= WIDE_ITEMS,
+    }
 }
 
 /// What `CUDNN_RS_DIRECT` asks for.

@@ -11,8 +11,9 @@
 // in cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is
 // read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
-// 333), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, every stride 1, any dilation, the
-// filter's height KH taken at run time, KW odd from 1 to 31),
+// 333; four outputs a thread), dw_dgrad_k1<K><K>_s1x8_<f32|f16|bf16> (the same for 133,
+// 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, every
+// stride 1, any dilation, the filter's height KH taken at run time, KW odd from 1 to 31),
 // dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width stride 2 and dilation 1:
 // 133, 155, 177, and 333 with depth stride 1 or 2) and
 // dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
@@ -335,6 +336,14 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
         dgrad_s1_rows<T, KD, KH, KW, 4>(p, w, dy, dx);                                  \
     }
 
+// The same, eight outputs a thread: the index arithmetic and the window's loads spread
+// over twice the outputs, for problems with threads enough to fill the GPU.
+#define ROWS8(NAME, T, KD, KH, KW)                                                     \
+    extern "C" __global__ void __launch_bounds__(256)                                  \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_s1_rows<T, KD, KH, KW, 8>(p, w, dy, dx);                                  \
+    }
+
 #define BAND(NAME, T, KW)                                                               \
     extern "C" __global__ void __launch_bounds__(256)                                  \
         NAME(Params p, const T* w, const T* dy, T* dx) {                               \
@@ -364,6 +373,9 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
     ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
     ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                         \
+    ROWS8(dw_dgrad_k133_s1x8_##SUFFIX, T, 1, 3, 3)                                      \
+    ROWS8(dw_dgrad_k155_s1x8_##SUFFIX, T, 1, 5, 5)                                      \
+    ROWS8(dw_dgrad_k177_s1x8_##SUFFIX, T, 1, 7, 7)                                      \
     STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)                                 \
     S2(dw_dgrad_k133_s2_##SUFFIX, T, 1, 3)                                              \
     S2(dw_dgrad_k155_s2_##SUFFIX, T, 1, 5)                                              \
