@@ -31,6 +31,9 @@
 #                                     # random), the training steps
 #   bash scripts/gpu_final.sh sight   # test_gpu_arrays.py, the measured tier's first sights
 #                                     # (first_sight.py, random_layers.py --measured)
+#   bash scripts/gpu_final.sh wide    # the GPU tests (memcheck also on the eight-output
+#                                     # entry points), dw_sweep's stride-1 rows, random
+#                                     # layers in the measured tier
 #   bash scripts/gpu_final.sh tx      # the depthwise kernel's four- and eight-output entry
 #                                     # points and cuDNN on stride-1 squares, the kernel's
 #                                     # tests on the eight-output ones
@@ -55,7 +58,8 @@ wheel_check() { # the installed wheel (from a fresh --target), the Python, the d
   python3 -m cudnn_rs info && python3 -m cudnn_rs demo
 }
 export -f wheel_check
-# compute-sanitizer memcheck on the replay, engine, refusal, twin and kernel tests (pip cuDNN).
+# compute-sanitizer memcheck on the replay, engine, refusal, twin and kernel tests (pip cuDNN;
+# $2: the log's name).
 memcheck_subset() {
   local cs
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
@@ -63,7 +67,7 @@ memcheck_subset() {
     echo "=== memcheck: no compute-sanitizer on this machine"
     return
   fi
-  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run memcheck "$1" "$cs" --tool memcheck --error-exitcode 9 \
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run "${2:-memcheck}" "$1" "$cs" --tool memcheck --error-exitcode 9 \
     .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds kernel_module
 }
 run() {
@@ -235,6 +239,16 @@ sight)  # the measured tier's first sights: cudnn_rs.torch and the array API on 
   gzip -f "$out/find_trace.txt"
   abs_out=$(cd "$out" && pwd)
   TAIL=30 run random_measured 200 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-2.6} ${RANDOM_ARGS:---seed 2 --rows 60}"
+  ;;
+wide)  # the GPU tests (Rust with memcheck, also on the eight-output entry points; pytest;
+      # interop), bench/dw_sweep.py on the stride-1 rows (NCHW), then the measured tier on
+      # random layers with where each find's time went (RANDOM_ARGS, RANDOM_MINUTES)
+  gpu_tests
+  CUDNN_RS_DIRECT_TX=8 memcheck_subset 120 memcheck_x8
+  only="3x3 s1,5x5 s1,7x7 s1,3x3 s1 N1,7x7 s1 56,7x7 s1 28,7x7 s1 7,7x7 s1 N1,3x3 s1 112,3x3 s1 56,5x5 s1 14"
+  TAIL=36 run dw_sweep 150 bash -c "cd bench && python3 dw_sweep.py --layout nchw --only '$only'"
+  abs_out=$(cd "$out" && pwd)
+  TAIL=12 run random_measured 150 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-1.8} ${RANDOM_ARGS:---seed 2 --rows 60}"
   ;;
 tx)  # the stride-1 square filters' four- and eight-output entry points against each other
     # and cuDNN (bench/dw_sweep.py, NCHW), then the kernel's tests on the eight-output ones

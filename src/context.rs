@@ -265,7 +265,7 @@ impl CudnnContext {
     /// rank on scratch buffers (staged: each one's first-ranked knob setting until one is
     /// four times slower than the fastest, then the other settings of the close ones, an
     /// engine's until one is three times slower; engines only the fallback list names only
-    /// when the instant heuristic ranks fewer than six), within
+    /// while fewer than six ranked ones were timed), within
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {

@@ -12,7 +12,8 @@
 //! - on 2-d strided layers cuDNN's best (the NHWC twin, `twin.rs`) is compiled at run time,
 //!   0.2-0.7 s on a shape's first call, and takes 2-3x the kernel's time.
 //!
-//! The kernel computes four outputs of a row per thread from values held in registers:
+//! The kernel computes four outputs of a row per thread from values held in registers
+//! (eight on large 2-d 3x3, 5x5 and 7x7 layers at stride 1, see [`WIDE_TX`]):
 //! 0.33-0.58x PyTorch's time on the stride-1 layers above, 0.21-0.29x (f32) on 2-d
 //! stride-2 ones, 0.12-0.46x on 3-d ones strided 2 in height and width (MViT's pooling;
 //! 0.38-0.95x at other strides), 0.37-1.02x on the other strided 2-d ones (stride 3,
@@ -43,10 +44,14 @@ use crate::tensor::Format;
 /// Outputs a thread computes (the kernel's `TX`) ...
 const TX: u64 = 4;
 /// ... and in the `s1x8` entry points (2-d 3x3, 5x5 and 7x7 at stride 1), which problems
-/// of at least [`WIDE_ITEMS`] work items of [`TX`] outputs run.
+/// of at least [`WIDE_ITEMS`] work items of [`TX`] outputs run (but 3x3 in f32). On the
+/// H200 (`bench/dw_sweep.py`, NCHW, batch 32, 0.3-2.4 million work items) they took
+/// 0.72-0.85x the four-output entries' time on 5x5 and 7x7 layers in f16 and bf16,
+/// 0.82-0.99x in f32, 0.87-0.99x on 3x3 in half precision, but 1.6-1.8x on 3x3 in f32;
+/// at batch 1 (20 000-50 000 items, too few threads to fill the GPU) up to 1.8x.
 const WIDE_TX: u64 = 8;
 /// See [`WIDE_TX`].
-const WIDE_ITEMS: u64 = u64::MAX;
+const WIDE_ITEMS: u64 = 1 << 18;
 /// Threads per block (the kernel's launch bound).
 pub(crate) const BLOCK: u32 = 256;
 /// The most filters per channel: the kernel loops over them per output, and one and two
@@ -201,7 +206,8 @@ impl DirectPlan {
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
         let items_of = |tx: u64| rows.checked_mul((xs[2] as u64).div_ceil(tx * step) * step);
         let narrow = items_of(TX)?;
-        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow);
+        let f32_3x3 = p.dx.dtype() == DType::F32 && w[2..] == [3, 3];
+        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_3x3);
         let items = if wide { items_of(WIDE_TX)? } else { narrow };
         if items >= 1 << 31 {
             return None;
@@ -403,14 +409,15 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
 }
 
 /// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
-/// (where it has one): from [`WIDE_ITEMS`]; `CUDNN_RS_DIRECT_TX=8` (or `4`) in the
-/// environment: always (never), to measure one against the other.
-fn wide_rows(items: u64) -> bool {
+/// (where it has one; `f32_3x3`: a 3x3 filter in f32): see [`WIDE_TX`].
+/// `CUDNN_RS_DIRECT_TX=8` (or `4`) in the environment: always (never), to measure one
+/// against the other.
+fn wide_rows(items: u64, f32_3x3: bool) -> bool {
     static TX_ENV: OnceLock<Option<u64>> = OnceLock::new();
     match TX_ENV.get_or_init(|| std::env::var("CUDNN_RS_DIRECT_TX").ok()?.parse().ok()) {
         Some(8) => true,
         Some(4) => false,
-        _ => items >= WIDE_ITEMS,
+        _ => items >= WIDE_ITEMS && !f32_3x3,
     }
 }
 
@@ -759,6 +766,38 @@ mod tests {
             let f32 = Case::depthwise(&big, &[3, 3]);
             assert!(f32.plan_in(benchmark).is_some(), "f32");
         }
+    }
+
+    #[test]
+    fn large_stride_one_squares_take_the_eight_output_entry_points() {
+        // 7x7, 384 channels of 14x14, batch 32: 688 128 items of four outputs, 344 064
+        // of eight (a row of 14 in two spans of 8).
+        let big = Case::depthwise(&[32, 384, 14, 14], &[7, 7]).with(|c| {
+            c.pad = 3;
+            c.dtype = DType::F16;
+        });
+        let plan = big.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_k177_s1x8_f16");
+        assert_eq!(plan.params.items, 32 * 384 * 14 * 2);
+        assert_eq!(plan.blocks, (32 * 384 * 14 * 2u32).div_ceil(BLOCK));
+        // The threshold: 2^18 items of four outputs take eight, one row fewer does not.
+        let edge = |n: usize, k: usize, dtype: DType| {
+            let c = Case::depthwise(&[n, 64, 32, 32], &[k, k]).with(|c| {
+                c.pad = k / 2;
+                c.dtype = dtype;
+            });
+            c.plan().expect("a plan").entry
+        };
+        assert_eq!(edge(16, 5, DType::F32), "dw_dgrad_k155_s1x8_f32");
+        assert_eq!(edge(16, 3, DType::BF16), "dw_dgrad_k133_s1x8_bf16");
+        // 3x3 in f32 stays with four outputs; so do smaller problems.
+        assert_eq!(edge(16, 3, DType::F32), "dw_dgrad_k133_s1_f32");
+        assert_eq!(edge(15, 7, DType::F32), "dw_dgrad_k177_s1_f32");
+        // Not the other filters or strides, nor 3-d.
+        let band = Case::depthwise(&[32, 384, 14, 14], &[1, 7]).with(|c| c.pad = 0);
+        assert_eq!(band.plan().expect("a plan").entry, "dw_dgrad_kw7_s1_f32");
+        let video = Case::depthwise(&[16, 64, 8, 32, 32], &[3, 3, 3]).with(|c| c.pad = 1);
+        assert_eq!(video.plan().expect("a plan").entry, "dw_dgrad_k333_s1_f32");
     }
 
     #[test]

@@ -77,6 +77,20 @@ class Layer:
         )
         return mode == "all" or not cudnn_half
 
+    def wide(self, dtype: str) -> bool:
+        """Whether the kernel runs this layer with an eight-output entry point (direct.rs's
+        rule: 2-d 3x3/5x5/7x7 at stride 1 with 2^18 work items of four outputs or more,
+        but 3x3 in float32; ``CUDNN_RS_DIRECT_TX`` 8 or 4: always or never)."""
+        square = self.k in ((3, 3), (5, 5), (7, 7))
+        if self.channels_last or not square or self.strides != (1, 1):
+            return False
+        forced = os.environ.get("CUDNN_RS_DIRECT_TX", "")
+        if forced in ("4", "8"):
+            return forced == "8"
+        n, c, h, w = self.x
+        items = n * c * h * -(-w // (4 * self.dil)) * self.dil
+        return items >= 1 << 18 and not (dtype == "float32" and self.k == (3, 3))
+
     @property
     def pads(self) -> tuple[int, ...]:
         return self.pad if isinstance(self.pad, tuple) else (self.pad,) * len(self.k)
@@ -142,6 +156,10 @@ LAYERS = {
     # 2^20 elements of dx: in float16 the default leaves the 3x3 one to cuDNN.
     "3x3_large": Layer((16, 64, 32, 32), (3, 3), 1),
     "7x7_large": Layer((16, 64, 32, 32), (7, 7), 3),
+    # 2^18 work items of four outputs: the eight-output entry points (not 3x3 in float32).
+    "5x5_large_conv_mode": Layer((16, 64, 32, 32), (5, 5), 2, convolution=True),
+    "3x3_large_d2": Layer((16, 64, 32, 64), (3, 3), 2, dil=2),
+    "7x7_just_under": Layer((15, 64, 32, 32), (7, 7), 3),
     # Channels-last: the kernel on NCHW copies in the workspace, or cuDNN.
     "9x9_cl": Layer((2, 8, 12, 11), (9, 9), 4, channels_last=True),
     "7x1_cl_conv_mode": Layer(
@@ -268,6 +286,9 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
         ),
     )
     assert any(n.startswith("dw_dgrad") for n in ran) == kernel, (kernel, ran)
+    if kernel:
+        wide = any(n.startswith("dw_dgrad") and "_s1x8_" in n for n in ran)
+        assert wide == layer.wide(dtype), (layer.wide(dtype), ran)
 
 
 @pytest.mark.gpu
@@ -323,7 +344,7 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
         return cd.conv_input_grad(layer.x, w, dy, *args, math=cd.MathType.Fma)
 
     names = _kernels_run(torch, call)
-    assert any(n.startswith("dw_dgrad_k155_s1_f32") for n in names), names
+    assert any(n.startswith("dw_dgrad_k155_s1") for n in names), names
     torch.save(w.cpu(), tmp_path / "w.pt")
     torch.save(dy.cpu(), tmp_path / "dy.pt")
     script = textwrap.dedent(
