@@ -34,6 +34,7 @@
 #   bash scripts/gpu_final.sh wide    # the GPU tests (memcheck also on the eight-output
 #                                     # entry points), dw_sweep's stride-1 rows, random
 #                                     # layers in the measured tier
+#   bash scripts/gpu_final.sh models  # the zoo's depthwise models in NCHW, the training steps
 #   bash scripts/gpu_final.sh tx      # the depthwise kernel's four- and eight-output entry
 #                                     # points and cuDNN on stride-1 squares, the kernel's
 #                                     # tests on the eight-output ones
@@ -249,6 +250,13 @@ wide)  # the GPU tests (Rust with memcheck, also on the eight-output entry point
   TAIL=36 run dw_sweep 150 bash -c "cd bench && python3 dw_sweep.py --layout nchw --only '$only'"
   abs_out=$(cd "$out" && pwd)
   TAIL=12 run random_measured 150 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-1.8} ${RANDOM_ARGS:---seed 2 --rows 60}"
+  ;;
+models)  # the zoo's models with NCHW depthwise layers (ZOO_CONFIGS, ZOO_MINUTES), then the
+        # training steps (TRAIN_MINUTES)
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  abs_out=$(cd "$out" && pwd)
+  TAIL=16 run zoo_dw 220 bash -c "cd bench && python3 zoo.py --models efficientnet_b0,mobilenet_v2,shufflenet_v2_x1_0,mnasnet1_0,convnext_small,efficientnet_v2_s,mobilenet_v3_small,lraspp_mobilenet_v3_large,mvit_v2_s,s3d --configs ${ZOO_CONFIGS:-f32:nchw,f16:nchw,bf16:nchw} --csv $abs_out/zoo_dw.csv --max-minutes ${ZOO_MINUTES:-2.6} --top 12"
+  TAIL=40 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3}" --steps 10 --warmup 2
   ;;
 tx)  # the stride-1 square filters' four- and eight-output entry points against each other
     # and cuDNN (bench/dw_sweep.py, NCHW), then the kernel's tests on the eight-output ones
