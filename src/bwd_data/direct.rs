@@ -44,12 +44,16 @@ use crate::tensor::Format;
 /// Outputs a thread computes (the kernel's `TX`) ...
 const TX: u64 = 4;
 /// ... and in the `s1x8` entry points (2-d 3x3, 5x5 and 7x7 at stride 1), which problems
-/// of at least [`WIDE_ITEMS`] work items of [`TX`] outputs run (but 3x3 in f32). On the
-/// H200 (`bench/dw_sweep.py`, NCHW, batch 32, 0.3-2.4 million work items) they took
-/// 0.72-0.85x the four-output entries' time on 5x5 and 7x7 layers in f16 and bf16,
-/// 0.82-0.99x in f32, 0.87-0.99x on 3x3 in half precision, but 1.6-1.8x on 3x3 in f32;
-/// at batch 1 (20 000-50 000 items, too few threads to fill the GPU) up to 1.8x.
+/// of at least [`WIDE_ITEMS`] work items of [`TX`] outputs run (in f32 only 5x5 and 7x7
+/// rows up to [`WIDE_F32_MAX_WIDTH`] wide). On the H200 (`bench/dw_sweep.py`, NCHW, batch
+/// 32, 0.3-2.4 million work items) they took 0.72-0.85x the four-output entries' time on
+/// 5x5 and 7x7 layers in f16 and bf16, 0.87-0.99x on 3x3 in half precision, and in f32
+/// 0.82-0.94x on 5x5 and 7x7 rows 7-28 wide, but 0.99x 56 wide, 1.21x on a 5x5 layer 64
+/// wide (`bench/zoo.py`, LR-ASPP) and 1.6-1.8x on 3x3; at batch 1 (20 000-50 000 items,
+/// too few threads to fill the GPU) up to 1.8x.
 const WIDE_TX: u64 = 8;
+/// See [`WIDE_TX`].
+const WIDE_F32_MAX_WIDTH: usize = 32;
 /// See [`WIDE_TX`].
 const WIDE_ITEMS: u64 = 1 << 18;
 /// Threads per block (the kernel's launch bound).
@@ -206,8 +210,9 @@ impl DirectPlan {
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
         let items_of = |tx: u64| rows.checked_mul((xs[2] as u64).div_ceil(tx * step) * step);
         let narrow = items_of(TX)?;
-        let f32_3x3 = p.dx.dtype() == DType::F32 && w[2..] == [3, 3];
-        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_3x3);
+        let f32_loses =
+            p.dx.dtype() == DType::F32 && (w[2..] == [3, 3] || xs[2] > WIDE_F32_MAX_WIDTH);
+        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_loses);
         let items = if wide { items_of(WIDE_TX)? } else { narrow };
         if items >= 1 << 31 {
             return None;
@@ -409,15 +414,15 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
 }
 
 /// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
-/// (where it has one; `f32_3x3`: a 3x3 filter in f32): see [`WIDE_TX`].
-/// `CUDNN_RS_DIRECT_TX=8` (or `4`) in the environment: always (never), to measure one
-/// against the other.
-fn wide_rows(items: u64, f32_3x3: bool) -> bool {
+/// (where it has one; `f32_loses`: an f32 problem the eight-output entries were measured
+/// slower on): see [`WIDE_TX`]. `CUDNN_RS_DIRECT_TX=8` (or `4`) in the environment: always
+/// (never), to measure one against the other.
+fn wide_rows(items: u64, f32_loses: bool) -> bool {
     static TX_ENV: OnceLock<Option<u64>> = OnceLock::new();
     match TX_ENV.get_or_init(|| std::env::var("CUDNN_RS_DIRECT_TX").ok()?.parse().ok()) {
         Some(8) => true,
         Some(4) => false,
-        _ => items >= WIDE_ITEMS && !f32_3x3,
+        _ => items >= WIDE_ITEMS && !f32_loses,
     }
 }
 
@@ -793,6 +798,16 @@ mod tests {
         // 3x3 in f32 stays with four outputs; so do smaller problems.
         assert_eq!(edge(16, 3, DType::F32), "dw_dgrad_k133_s1_f32");
         assert_eq!(edge(15, 7, DType::F32), "dw_dgrad_k177_s1_f32");
+        // In f32, rows wider than 32 too; not in half precision.
+        let wide_rows = |dtype: DType| {
+            let c = Case::depthwise(&[16, 120, 64, 64], &[5, 5]).with(|c| {
+                c.pad = 2;
+                c.dtype = dtype;
+            });
+            c.plan().expect("a plan").entry
+        };
+        assert_eq!(wide_rows(DType::F32), "dw_dgrad_k155_s1_f32");
+        assert_eq!(wide_rows(DType::BF16), "dw_dgrad_k155_s1x8_bf16");
         // Not the other filters or strides, nor 3-d.
         let band = Case::depthwise(&[32, 384, 14, 14], &[1, 7]).with(|c| c.pad = 0);
         assert_eq!(band.plan().expect("a plan").entry, "dw_dgrad_kw7_s1_f32");

@@ -80,7 +80,8 @@ class Layer:
     def wide(self, dtype: str) -> bool:
         """Whether the kernel runs this layer with an eight-output entry point (direct.rs's
         rule: 2-d 3x3/5x5/7x7 at stride 1 with 2^18 work items of four outputs or more,
-        but 3x3 in float32; ``CUDNN_RS_DIRECT_TX`` 8 or 4: always or never)."""
+        in float32 only 5x5 and 7x7 rows up to 32 wide; ``CUDNN_RS_DIRECT_TX`` 8 or 4:
+        always or never)."""
         square = self.k in ((3, 3), (5, 5), (7, 7))
         if self.channels_last or not square or self.strides != (1, 1):
             return False
@@ -89,7 +90,8 @@ class Layer:
             return forced == "8"
         n, c, h, w = self.x
         items = n * c * h * -(-w // (4 * self.dil)) * self.dil
-        return items >= 1 << 18 and not (dtype == "float32" and self.k == (3, 3))
+        f32_loses = dtype == "float32" and (self.k == (3, 3) or w > 32)
+        return items >= 1 << 18 and not f32_loses
 
     @property
     def pads(self) -> tuple[int, ...]:
@@ -159,6 +161,7 @@ LAYERS = {
     # 2^18 work items of four outputs: the eight-output entry points (not 3x3 in float32).
     "5x5_large_conv_mode": Layer((16, 64, 32, 32), (5, 5), 2, convolution=True),
     "3x3_large_d2": Layer((16, 64, 32, 64), (3, 3), 2, dil=2),
+    "5x5_wide_rows": Layer((8, 32, 48, 96), (5, 5), 2),
     "7x7_just_under": Layer((15, 64, 32, 32), (7, 7), 3),
     # Channels-last: the kernel on NCHW copies in the workspace, or cuDNN.
     "9x9_cl": Layer((2, 8, 12, 11), (9, 9), 4, channels_last=True),
