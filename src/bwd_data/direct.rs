@@ -785,7 +785,8 @@ mod tests {
         assert_eq!(plan.entry, "dw_dgrad_k177_s1x8_f16");
         assert_eq!(plan.params.items, 32 * 384 * 14 * 2);
         assert_eq!(plan.blocks, (32 * 384 * 14 * 2u32).div_ceil(BLOCK));
-        // The threshold: 2^18 items of four outputs take eight, one row fewer does not.
+        // The threshold: 2^18 items of four outputs (batch 16) take eight; batch 15
+        // (245 760 items) does not.
         let edge = |n: usize, k: usize, dtype: DType| {
             let c = Case::depthwise(&[n, 64, 32, 32], &[k, k]).with(|c| {
                 c.pad = k / 2;

@@ -57,9 +57,9 @@ const STAGE_END_SPREAD: f32 = 4.0;
 /// rank order from 0.45 to 5.7 ms). In the same replay (`--setting-tail-spread`): at 3
 /// no pick changed; at 2 four did.
 const SETTING_END_SPREAD: f32 = 3.0;
-/// In a staged timing, engines only the fallback list names are timed only while fewer
-/// engines the ranking heuristic (mode A) names than this have been timed (some it names
-/// do not build, or do not fit the math type). In the same replay
+/// In a staged timing, engines only the fallback list names are timed only until this
+/// many engines the ranking heuristic (mode A) names have been (some it names do not
+/// build, or do not fit the math type). In the same replay
 /// (`--fallback-min-engines`) no pick changed; the one fallback-only engine that was ever
 /// the fastest (grouped f32 NCHW) won where mode A named fewer; on the stem, one such
 /// engine took 32 ms for its one call.
@@ -556,7 +556,8 @@ impl CudnnContext {
     /// The configurations are taken in their order, or, `staged`, in two stages: first
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
-    /// that can win are still reached). Records `(timed, left out by the limit or the
+    /// that can win are still reached; see also [`STAGE_END_SPREAD`],
+    /// [`SETTING_END_SPREAD`] and [`FALLBACK_MIN_RANKED`]). Records `(timed, left out by the limit or the
     /// budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
