@@ -8,7 +8,7 @@ sizing call and the trials, ``calls x ms per call``). A schedule here can only l
 runs or configurations out, never add any: the replay keeps a configuration's runs up
 to where the schedule stops it, and counts their GPU time plus ``--sync-ms`` per run
 (the event wait). Its pick is the fastest kept configuration by its best kept run (the
-refine stage is left as traced); the regret of a row is that pick's traced best time
+refine stage is left as traced, or with ``--refine`` taken as exact); the regret of a row is that pick's traced best time
 over the fastest traced configuration's.
 
     python bench/schedule_sim.py bench/find_trace_2026-12-01b.txt.gz \\
@@ -18,11 +18,14 @@ over the fastest traced configuration's.
                                         # many times the fastest
     ... --max-configs 10                # at most this many configurations per row
     ... --tail-spread 4                 # first stage ends at a configuration this many
-                                        # times the fastest (the code: 10)
+                                        # times the fastest (the code: 4; 10 before)
     ... --contender-spread 1.5          # no more trials once a configuration's best run
                                         # is this many times the fastest (the code: 2)
     ... --setting-tail-spread 3         # second stage: an engine's later settings are
                                         # left out after one this many times the fastest
+    ... --max-trials 2                  # at most this many trials a configuration
+    ... --refine                        # count the refine stage as exact (the fastest
+                                        # of the up to three within 15%)
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's
