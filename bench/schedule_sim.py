@@ -8,8 +8,8 @@ sizing call and the trials, ``calls x ms per call``). A schedule here can only l
 runs or configurations out, never add any: the replay keeps a configuration's runs up
 to where the schedule stops it, and counts their GPU time plus ``--sync-ms`` per run
 (the event wait). Its pick is the fastest kept configuration by its best kept run (the
-refine stage is left as traced, or with ``--refine`` taken as exact); the regret of a row is that pick's traced best time
-over the fastest traced configuration's.
+refine stage is left as traced, or with ``--refine`` taken as exact); the regret of a
+row is that pick's traced best time over the fastest traced configuration's.
 
     python bench/schedule_sim.py bench/find_trace_2026-12-01b.txt.gz \\
         --first-sight bench/first_sight_2026-12-01b.csv --drop-source MODE_B
