@@ -61,7 +61,7 @@ const SETTING_END_SPREAD: f32 = 3.0;
 /// many engines the ranking heuristic (mode A) names have been (some it names do not
 /// build, or do not fit the math type). In the same replay
 /// (`--fallback-min-engines`) no pick changed; the one fallback-only engine that was ever
-/// the fastest (grouped f32 NCHW) won where mode A named fewer; on the stem, one such
+/// the fastest (grouped f32 NCHW) won where five were timed; on the stem, one such
 /// engine took 32 ms for its one call.
 const FALLBACK_MIN_RANKED: usize = 6;
 /// In a staged timing's second stage (other knob settings of engines already close to
