@@ -1041,8 +1041,9 @@ class Handle:
         knob setting in rank order until one is four times slower than the fastest,
         then the ranked settings of those within 10% of the fastest, an engine's
         until one is three times slower; engines only the fallback list names only
-        while fewer than six ranked ones were timed), within ``benchmark_budget_ms``, and later calls run the fastest. False (the
-        default): chosen without timing, the same in every process."""
+        while fewer than six ranked ones were timed), within ``benchmark_budget_ms``,
+        and later calls run the fastest. False (the default): chosen without timing,
+        the same in every process."""
     @benchmark.setter
     def benchmark(self, on: bool) -> None: ...
     @property

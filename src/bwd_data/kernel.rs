@@ -1,12 +1,11 @@
 //! Loading the depthwise kernel of our own (see `direct.rs` for which problems and why)
 //! and launching it.
 
+use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
-
-use std::ffi::c_void;
 
 use super::direct::{via_nchw, Direct, DirectPlan, Module, Via, BLOCK};
 use super::twin::{layout, Twin};
@@ -213,7 +212,7 @@ impl CudnnContext {
         let mut params = plan.params.scaled(alpha, beta);
         let (mut w, mut dy, mut dx) = (w, dy, dx);
         // The kernel's arguments by address, on the stack (no allocation per call).
-        let mut args: [*mut std::ffi::c_void; 4] = [
+        let mut args: [*mut c_void; 4] = [
             (&raw mut params).cast(),
             (&raw mut w).cast(),
             (&raw mut dy).cast(),
