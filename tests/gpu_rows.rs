@@ -956,6 +956,115 @@ fn depthwise_f32_nchw_default_with_the_kernel_of_our_own_matches_the_reference()
 
 #[test]
 #[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn depthwise_f32_nhwc_default_with_the_kernel_of_our_own_matches_the_reference() {
+    // Channels-last 3x3/5x5/7x7 layers at stride 1, large enough for the default to run
+    // them with the kernel's NHWC entry points (2^22 elements of dx, 7x7: 2^20): four
+    // channels a load (36 channels), one (30), dilated, and with two filters a channel.
+    depthwise_f32_nhwc_default(36, 3, 1, 1, [16, 96, 96]);
+    depthwise_f32_nhwc_default(30, 7, 1, 1, [8, 68, 68]);
+    depthwise_f32_nhwc_default(36, 5, 2, 1, [16, 96, 97]);
+    depthwise_f32_nhwc_default(20, 3, 1, 2, [16, 115, 115]);
+}
+
+/// A depthwise f32 channels-last layer of `c` channels and `m` filters each, dx
+/// n x c x h x w (`[n, h, w]` = `nhw`), a `k` x `k` filter with dilation `dil` padded to
+/// keep the size, through the default choice with alpha and beta (and then alpha 1, beta 0
+/// on a poisoned dx), against the reference, with no workspace.
+fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [usize; 3]) {
+    let ctx = context();
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(53 + (c * 100 + k * 10 + dil + m) as u64);
+    let [n, h, wd] = nhw;
+    let pad = dil * (k - 1) / 2;
+    let (w_shape, x_shape, y_shape) = ([c * m, 1, k, k], [n, c, h, wd], [n, c * m, h, wd]);
+    let len = n * c * h * wd;
+    let mut random =
+        |count: usize| -> Vec<f32> { (0..count).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let (w_h, dy_h, dx0) = (
+        random(c * m * k * k),
+        random(n * c * m * h * wd),
+        random(len),
+    );
+    let p = pad as i64;
+    let params = ConvParams::new(
+        &[p, p],
+        &[1, 1],
+        &[dil as i64, dil as i64],
+        c as i64,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
+    let nhwc = |alpha: f64, beta: f64, out: &mut [f32]| {
+        let f = Format::Nhwc;
+        convolution_backward_data_naive(&geo, f, f, f, alpha, &w_h, &dy_h, beta, out).unwrap();
+    };
+    let dims = |s: [usize; 4]| s.map(|v| v as i32);
+    let w = Filter::<f32, NHWC, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NHWC).unwrap();
+    let dy = Tensor::<f32, NHWC, _, 4>::new(upload(&stream, &dy_h), dims(y_shape), NHWC).unwrap();
+    let mut dx =
+        Tensor::<f32, NHWC, _, 4>::new(upload(&stream, &dx0), dims(x_shape), NHWC).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [pad as i32; 2],
+        [1; 2],
+        [dil as i32; 2],
+        c as u32,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap();
+    let size = ctx
+        .get_convolution_backward_data_workspace_size(
+            w.descriptor(),
+            dy.descriptor(),
+            dx.descriptor(),
+            &conv,
+            &DefaultAlgo,
+        )
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(size, 0, "the kernel's NHWC entry points need no workspace");
+    for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
+        let start = if beta == 0.0 {
+            vec![f32::NAN; len]
+        } else {
+            dx0.clone()
+        };
+        let mut want = start.clone();
+        nhwc(f64::from(alpha), f64::from(beta), &mut want);
+        let scale = want.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        stream.memcpy_htod(&start, dx.data_mut()).unwrap();
+        ctx.convolution_backward_data(
+            alpha,
+            &w,
+            &dy,
+            &conv,
+            &DefaultAlgo,
+            None::<&mut CudaSlice<u8>>,
+            beta,
+            &mut dx,
+        )
+        .unwrap();
+        let got = stream.clone_dtoh(dx.data()).unwrap();
+        assert!(
+            got.iter().all(|v| v.is_finite()),
+            "c {c} k {k}: NaN left in dx"
+        );
+        let err = got
+            .iter()
+            .zip(&want)
+            .map(|(g, r)| (g - r).abs())
+            .fold(0.0f32, f32::max)
+            / scale;
+        assert!(
+            err < 1e-5,
+            "c {c} k {k} dil {dil} m {m} beta {beta}: relative error {err}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
 fn contexts_of_one_device_share_the_kernel_module_and_outlive_each_other() {
     // The first context loads the depthwise kernel's module; a second one, made while the
     // first lives, shares it; with the first gone the second still runs it, and a third

@@ -1060,7 +1060,7 @@ class Handle:
     ) -> Engine:
         """The engine ``DefaultAlgo()`` (and the one-call API) runs for these operands,
         chosen now if this handle has not yet (measuring, with ``benchmark=True``); the
-        CPU device answers with a stand-in (engine 0). For NCHW depthwise operands the
+        CPU device answers with a stand-in (engine 0). For the depthwise operands the
         default runs with the kernel of our own (see the README), the engine cuDNN would
         run them with (as with ``CUDNN_RS_DIRECT=0``)."""
     def last_find_report(self) -> tuple[int, int]:

@@ -22,8 +22,11 @@
 //! NCHW depthwise layers in f32. Half-precision undilated square 2-d layers at stride 1
 //! with one filter per channel from [`HALF_CUDNN_ELEMENTS`] elements of dx are the
 //! exception: cuDNN's NCHW engine is faster there (see [`preferred`]). Channels-last
-//! problems of filters cuDNN's NHWC engines run slowly run with the kernel on NCHW copies
-//! of dy and dx ([`via_nchw`], [`Via`]).
+//! 3x3, 5x5 and 7x7 layers at stride 1 run with entry points of their own, which load
+//! four channels at a time (see [`runs`]; small layers and float16 3x3 and 5x5 ones stay
+//! with cuDNN, see [`preferred`]); other
+//! channels-last problems of filters cuDNN's NHWC engines run slowly run with the kernel
+//! on NCHW copies of dy and dx ([`via_nchw`], [`Via`]).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
@@ -58,6 +61,23 @@ const WIDE_F32_MAX_WIDTH: usize = 32;
 const WIDE_ITEMS: u64 = 1 << 18;
 /// Threads per block (the kernel's launch bound).
 pub(crate) const BLOCK: u32 = 256;
+/// The most filters a block of the channels-last entry points stages (the kernel's
+/// `NHWC_SLOTS`): its channels times the filters per channel.
+const NHWC_SLOTS: usize = 128;
+/// The smallest dx (elements) of a channels-last 3x3 or 5x5 layer the default runs with
+/// the kernel, and of a 7x7 one: smaller ones stay with cuDNN's NHWC engine, which took
+/// less GPU time a call there. On the H200 (`bench/nhwc_small.py`, f32 and bf16, 20 calls
+/// between two events) cuDNN's took 0.0033-0.0059 ms at batch 1 against the kernel's
+/// 0.0065-0.0118, 0.0050 against 0.0072 on a 3x3 layer of 0.8 million elements, and
+/// 0.0150-0.0166 against 0.0150-0.0162 on a 7x7 layer of 0.6 million; the kernel won from
+/// 1.2 million (7x7, 0.78-0.96x) and 4.2 million (3x3 and 5x5, 0.81-0.95x). cuDNN compiles
+/// that engine on a shape's first call (0.15-0.27 s).
+const NHWC_ELEMENTS: usize = 1 << 22;
+/// See [`NHWC_ELEMENTS`].
+const NHWC_7X7_ELEMENTS: usize = 1 << 20;
+/// The blocks a channels-last launch aims at: each block takes chunks of work items this
+/// many blocks apart, reusing the weights it staged.
+const NHWC_BLOCKS: u64 = 2048;
 /// The most filters per channel: the kernel loops over them per output, and one and two
 /// were measured.
 const MAX_MULTIPLIER: usize = 2;
@@ -93,6 +113,26 @@ fn fixed_filter(extent: &[usize]) -> bool {
     matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
 }
 
+/// Channels a channels-last entry point loads at a time for `c` channels with `m` filters
+/// each: four where four divide `c`, else one; one with two filters a channel (dy's
+/// channels of neighbouring channels are not adjacent) or `scalar`.
+fn nhwc_vector(c: usize, m: usize, scalar: bool) -> usize {
+    if !scalar && m == 1 && c % 4 == 0 {
+        4
+    } else {
+        1
+    }
+}
+
+/// The channels a block of a channels-last entry point takes: the most that divide `c`,
+/// are a multiple of `vec` and have at most [`NHWC_SLOTS`] filters (`m` each). `None`
+/// only for `vec` not dividing `c`.
+fn nhwc_group(c: usize, m: usize, vec: usize) -> Option<usize> {
+    (1..=c)
+        .map(|groups| c / groups)
+        .find(|&g| g * (c / g) == c && g % vec == 0 && g * m <= NHWC_SLOTS)
+}
+
 /// The kernel's arguments, laid out as `Params` in the kernel source (plain data with a C
 /// layout: the kernel takes it by value, by address from `kernel.rs`).
 #[repr(C)]
@@ -121,6 +161,7 @@ pub(crate) struct Params {
     beta: f32,
     items: u32,
     kh: u32,
+    group: u32,
 }
 
 impl Params {
@@ -141,6 +182,10 @@ pub(crate) struct DirectPlan {
     pub(crate) entry: String,
     pub(crate) params: Params,
     pub(crate) blocks: u32,
+    /// The alignment (bytes) the entry point needs of dy and dx: channels-last entries
+    /// load and store several channels at a time. Where the operands are not aligned so,
+    /// a call runs [`Direct::one_channel`].
+    pub(crate) align: u64,
 }
 
 /// A plan with its entry point loaded (by `CudnnContext::direct`): what a call runs.
@@ -149,6 +194,9 @@ pub(crate) struct Direct {
     pub(crate) function: CudaFunction,
     /// For an NHWC problem run on NCHW copies of dy and dx ([`via_nchw`]): how.
     pub(crate) via: Option<Via>,
+    /// Where the plan loads several channels at a time: the plan (and its entry point)
+    /// loading one, for operands not aligned to [`DirectPlan::align`].
+    pub(crate) one_channel: Option<(DirectPlan, CudaFunction)>,
 }
 
 /// An NHWC problem run with the kernel on NCHW copies of dy and dx in the workspace: dy
@@ -181,11 +229,18 @@ impl DirectPlan {
         if !qualifies(p, benchmark) {
             return None;
         }
-        Self::plan(p)
+        Self::plan(p, false)
     }
 
-    /// The kernel's plan for a problem it runs ([`runs`]).
-    fn plan(p: &RawProblem<'_>) -> Option<Self> {
+    /// For a plan loading several channels at a time (see [`DirectPlan::align`]): the
+    /// plan for the same problem loading one, which runs on operands of any alignment.
+    pub(crate) fn one_channel(p: &RawProblem<'_>) -> Option<Self> {
+        Self::plan(p, true)
+    }
+
+    /// The kernel's plan for a problem it runs ([`runs`]); `scalar`: channels last, one
+    /// channel a load.
+    fn plan(p: &RawProblem<'_>, scalar: bool) -> Option<Self> {
         let conv = p.conv.params();
         let (x, y, w) = (p.dx.shape(), p.dy.shape(), p.w.shape());
         // 2-d problems are 3-d ones of depth 1.
@@ -210,13 +265,36 @@ impl DirectPlan {
         let rows = (x[0] * x[1] * xs[0] * xs[1]) as u64;
         let items_of = |tx: u64| rows.checked_mul((xs[2] as u64).div_ceil(tx * step) * step);
         let narrow = items_of(TX)?;
+        let nhwc = p.dx.format() == Format::Nhwc;
+        let multiplier = w[0] / x[1];
+        // Channels last: channels a load (see `nhwc_vector`), four outputs a thread.
+        let vec = if nhwc {
+            nhwc_vector(x[1], multiplier, scalar)
+        } else {
+            1
+        };
         let f32_loses =
             p.dx.dtype() == DType::F32 && (w[2..] == [3, 3] || xs[2] > WIDE_F32_MAX_WIDTH);
-        let wide = own && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_loses);
+        let wide =
+            own && !nhwc && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_loses);
         let items = if wide { items_of(WIDE_TX)? } else { narrow };
         if items >= 1 << 31 {
             return None;
         }
+        // Channels last: the items are spans of rows, without the channels; a block
+        // takes `group` channels, group / vec threads an item, for several chunks of
+        // items (see the kernel).
+        let (items, blocks, group) = if nhwc {
+            let spans = items / x[1] as u64;
+            let group = nhwc_group(x[1], multiplier, vec)?;
+            let groups = (x[1] / group) as u64;
+            let per_block = u64::from(BLOCK) / (group / vec) as u64;
+            let chunks = spans.div_ceil(per_block);
+            let per_group = chunks.min((NHWC_BLOCKS / groups).max(1));
+            (spans, groups.checked_mul(per_group)?, group)
+        } else {
+            (items, items.div_ceil(u64::from(BLOCK)), 0)
+        };
         let params = Params {
             n: u(x[0])?,
             c: u(x[1])?,
@@ -241,6 +319,7 @@ impl DirectPlan {
             beta: 0.0,
             items: items as u32,
             kh: u(ks[1])?,
+            group: u(group)?,
         };
         let dtype = match p.dx.dtype() {
             DType::F32 => "f32",
@@ -248,20 +327,22 @@ impl DirectPlan {
             _ => "bf16",
         };
         let name = match kind {
+            Kind::Stride1 if vec == 4 => "s1v4",
             Kind::Stride1 if wide => "s1x8",
             Kind::Stride1 => "s1",
             Kind::Stride2 => "s2",
             Kind::Strided => "strided",
         };
-        let filter = if own {
-            format!("k{}{}{}", ks[0], ks[1], ks[2])
-        } else {
-            format!("kw{}", ks[2])
+        let filter = match (own, nhwc) {
+            (true, true) => format!("nhwc_k{}{}{}", ks[0], ks[1], ks[2]),
+            (true, false) => format!("k{}{}{}", ks[0], ks[1], ks[2]),
+            _ => format!("kw{}", ks[2]),
         };
         Some(DirectPlan {
             entry: format!("dw_dgrad_{filter}_{name}_{dtype}"),
             params,
-            blocks: u32::try_from(items.div_ceil(u64::from(BLOCK))).ok()?,
+            blocks: u32::try_from(blocks).ok()?,
+            align: (vec * p.dx.dtype().size()) as u64,
         })
     }
 }
@@ -358,6 +439,15 @@ impl Kind {
 /// ([`Kind`]). Padding, dilation and stride under [`MAX_GEOMETRY`] (the kernel's index
 /// arithmetic is 32-bit), and the row step ([`Kind::step`]) at most dx's width (a larger
 /// one would start threads with nothing to do).
+///
+/// Also channels-last dy and dx (the filter in either layout) of 2-d 3x3, 5x5 and 7x7
+/// filters at stride 1, any dilation: the `nhwc` entry points, four channels a load where
+/// four divide the channels. On the H200 (`bench/dw_sweep.py --layout cl`, 9 layers at
+/// batch 32, from 1.2 million elements of dx) they took 0.50-0.95x the time of cuDNN's
+/// NHWC engine (`dgrad2d_c1_k1_nhwc_specialized`, which PyTorch runs too) in f32 and
+/// bfloat16, 0.55-0.88x on 7x7 in float16, with no run-time compilation, where cuDNN's
+/// first call of a shape compiles for 0.15-0.27 s; on smaller layers cuDNN's took less
+/// GPU time (see [`NHWC_ELEMENTS`]).
 pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
     let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == DType::F32;
@@ -365,6 +455,16 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let nchw = [p.w.format(), p.dy.format(), p.dx.format()]
         .iter()
         .all(|&f| f == Format::Nchw);
+    // Channels last (the filter in either layout: with one input channel per group both
+    // are the same bytes): 2-d 3x3, 5x5 and 7x7 at stride 1.
+    let nhwc = p.dy.format() == Format::Nhwc
+        && p.dx.format() == Format::Nhwc
+        && matches!(p.w.format(), Format::Nchw | Format::Nhwc)
+        && Kind::of(p) == Some(Kind::Stride1)
+        && matches!(
+            &p.w.shape()[2.min(p.w.shape().len())..],
+            [3, 3] | [5, 5] | [7, 7]
+        );
     let conv = p.conv.params();
     let (x, w) = (p.dx.shape(), p.w.shape());
     let channels = x.get(1).copied().unwrap_or(0);
@@ -384,7 +484,7 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
         .all(|v| v.iter().all(|&g| g < MAX_GEOMETRY));
     let step = kind.step(&conv.stride, &conv.dilation);
     let fits = step <= x.last().copied().unwrap_or(0);
-    same && typed && nchw && filters && small && geometry && fits
+    same && typed && (nchw || nhwc) && filters && small && geometry && fits
 }
 
 /// Whether the kernel is the choice for a problem it runs (measured on the H200, see the
@@ -396,13 +496,16 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
 /// times its engines); the untimed default only the float16 3x3 and 5x5 ones, where
 /// PyTorch's default runs the same cuDNN engine (so the kernel, 1.5x slower, would lose
 /// to PyTorch there) and compiles it as well. On the others PyTorch runs its own kernel,
-/// with nothing to compile, which the kernel beats (0.4x its time).
+/// with nothing to compile, which the kernel beats (0.4x its time). Channels-last float16
+/// 3x3 and 5x5 layers stay with cuDNN in both tiers (see [`runs`] for the measurements),
+/// and so do channels-last layers under [`NHWC_ELEMENTS`] ([`NHWC_7X7_ELEMENTS`] for 7x7).
 fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
     let conv = p.conv.params();
     let channels = p.dx.shape().get(1).copied().unwrap_or(1).max(1);
     let multiplier = p.w.shape().first().copied().unwrap_or(0) / channels;
     let extent = &p.w.shape()[2.min(p.w.shape().len())..];
     let cudnn_half = p.dx.dtype() != DType::F32
+        && p.dx.format() == Format::Nchw
         && Kind::of(p) == Some(Kind::Stride1)
         && p.conv.spatial_dims() == 2
         && fixed_filter(extent)
@@ -410,7 +513,18 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
         && multiplier == 1
         && p.dx.len() >= HALF_CUDNN_ELEMENTS;
     let as_pytorch = p.dx.dtype() == DType::F16 && matches!(extent, [3, 3] | [5, 5]);
-    !(cudnn_half && (benchmark || as_pytorch))
+    // Channels last: float16 3x3 and 5x5 stay with cuDNN, whose Hopper engine for them
+    // (`sm90_xmma_depthwise_convolution_dgrad_tiling_f16`, where its heuristics pick it)
+    // took 0.6-0.87x the kernel's time.
+    let nhwc_f16 = p.dx.format() == Format::Nhwc && as_pytorch;
+    // Channels last from NHWC_7X7_ELEMENTS / NHWC_ELEMENTS elements of dx up.
+    let least = if extent == [7, 7] {
+        NHWC_7X7_ELEMENTS
+    } else {
+        NHWC_ELEMENTS
+    };
+    let nhwc_small = p.dx.format() == Format::Nhwc && p.dx.len() < least;
+    !(cudnn_half && (benchmark || as_pytorch)) && !nhwc_f16 && !nhwc_small
 }
 
 /// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
@@ -577,7 +691,7 @@ mod tests {
                 conv: &conv,
             };
             (runs(&p) && preferred(&p, benchmark))
-                .then(|| DirectPlan::plan(&p))
+                .then(|| DirectPlan::plan(&p, false))
                 .flatten()
         }
     }
@@ -602,7 +716,7 @@ mod tests {
         }
         let rust = [
             "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
-            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh",
+            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group",
         ];
         assert_eq!(names, rust);
         // This struct's fields in that order, four bytes apart.
@@ -630,6 +744,7 @@ mod tests {
             offset_of!(Params, beta),
             offset_of!(Params, items),
             offset_of!(Params, kh),
+            offset_of!(Params, group),
         ];
         let expected: Vec<usize> = (0..rust.len()).map(|i| 4 * i).collect();
         assert_eq!(offsets.to_vec(), expected);
@@ -657,8 +772,11 @@ mod tests {
             "convolution mode",
         );
         no(
-            Case::depthwise(&x, &[3, 3]).with(|c| c.format = Format::Nhwc),
-            "channels last",
+            Case::depthwise(&x, &[3, 3]).with(|c| {
+                c.format = Format::Nhwc;
+                c.stride = 2;
+            }),
+            "channels last, strided",
         );
         // Strided: the general strided entry points (see their own test).
         yes(
@@ -902,6 +1020,109 @@ mod tests {
             c.dil = 2;
         });
         assert!(dilated.plan().is_none(), "strided and dilated");
+    }
+
+    #[test]
+    fn channels_last_squares_at_stride_one_take_the_nhwc_entry_points() {
+        let nhwc =
+            |x: &[usize], k: &[usize]| Case::depthwise(x, k).with(|c| c.format = Format::Nhwc);
+        // 64 channels, four a load: a block takes all 64, 16 threads an item, so 16
+        // items of the 32 x 56 rows of ceil(56 / 4) spans; 1568 chunks of them.
+        let x = [32, 64, 56, 56];
+        let case = nhwc(&x, &[3, 3]);
+        let plan = case.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_nhwc_k133_s1v4_f32");
+        assert_eq!(plan.params.items, 32 * 56 * 14);
+        assert_eq!(plan.params.group, 64);
+        assert_eq!(plan.blocks, (32 * 56 * 14u32).div_ceil(16));
+        assert_eq!(plan.align, 16);
+        // Its plan for operands not so aligned: one channel a load (64 threads an item),
+        // in at most NHWC_BLOCKS blocks (each takes several chunks).
+        let ([w, dy, dx], conv) = (case.parts(), case.conv());
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        let one = DirectPlan::one_channel(&p).expect("a plan");
+        assert_eq!(one.entry, "dw_dgrad_nhwc_k133_s1_f32");
+        assert_eq!((one.params.group, one.align), (64, 4));
+        assert_eq!(u64::from(one.blocks), NHWC_BLOCKS);
+        // Blocks take the most channels dividing the count, a multiple of the load's,
+        // with at most 128 filters.
+        for (c, group) in [(144, 72), (132, 44), (72, 72), (960, 120)] {
+            let plan = nhwc(&[128, c, 14, 14], &[7, 7]).plan().expect("a plan");
+            assert_eq!(plan.params.group, group as u32, "{c} channels");
+            assert!(plan.entry.ends_with("_s1v4_f32"), "{}", plan.entry);
+        }
+        // 33 channels: one a load, a block takes all.
+        let plan = nhwc(&[64, 33, 44, 46], &[3, 3]).plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_nhwc_k133_s1_f32");
+        assert_eq!((plan.params.group, plan.align), (33, 4));
+        // Dilated, two filters a channel (one a load; 40 x 2 filters a block), bfloat16,
+        // convolution mode.
+        let odd = nhwc(&[16, 40, 81, 83], &[5, 5]).with(|c| {
+            c.dil = 2;
+            c.w[0] = 80;
+            c.dtype = DType::BF16;
+            c.mode = ConvolutionMode::Convolution;
+        });
+        let plan = odd.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_nhwc_k155_s1_bf16");
+        assert_eq!((plan.params.group, plan.align), (40, 2));
+        // Spans of 4 x 2 columns, two threads a span (the dilation): 16 x 81 rows of
+        // ceil(83 / 8) x 2.
+        assert_eq!(plan.params.items, 16 * 81 * 11 * 2);
+        // 100 channels, two filters each: blocks of 50 (100 filters).
+        let two = nhwc(&[16, 100, 52, 52], &[3, 3]).with(|c| c.w[0] = 200);
+        assert_eq!(two.plan().expect("a plan").params.group, 50);
+        // The filter in either layout (one input channel per group: the same bytes).
+        let [w, _, _] = Case::depthwise(&x, &[3, 3]).parts();
+        let mixed = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        assert!(DirectPlan::of(&mixed, false).is_some(), "KCRS filter");
+        // float16: 7x7 takes it; 3x3 and 5x5 stay with cuDNN, in both tiers.
+        let f16 = |k: &[usize]| nhwc(&x, k).with(|c| c.dtype = DType::F16);
+        let plan = f16(&[7, 7]).plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_nhwc_k177_s1v4_f16");
+        for k in [[3, 3], [5, 5]] {
+            assert!(f16(&k).plan_in(false).is_none(), "{k:?}");
+            assert!(f16(&k).plan_in(true).is_none(), "{k:?} measured");
+        }
+        // Small layers stay with cuDNN: 3x3 and 5x5 under 2^22 elements of dx, 7x7 under
+        // 2^20 (the kernel still runs them, as with CUDNN_RS_DIRECT=all).
+        for (x, k, taken) in [
+            ([32, 64, 45, 45], [3, 3], false),
+            ([32, 64, 46, 46], [3, 3], true),
+            ([32, 64, 45, 45], [5, 5], false),
+            ([8, 384, 14, 14], [7, 7], false),
+            ([16, 384, 14, 14], [7, 7], true),
+            ([1, 256, 28, 28], [3, 3], false),
+        ] {
+            let case = nhwc(&x, &k);
+            assert_eq!(case.plan().is_some(), taken, "{x:?} {k:?}");
+            let ([w, dy, dx], conv) = (case.parts(), case.conv());
+            let p = RawProblem {
+                w: &w,
+                dy: &dy,
+                dx: &dx,
+                conv: &conv,
+            };
+            assert!(runs(&p), "{x:?} {k:?}");
+        }
+        // Not taken: other filters (cuDNN, or NCHW copies from 9x9), strides, 3-d.
+        for k in [[1, 7], [3, 5], [9, 9], [1, 1]] {
+            assert!(nhwc(&x, &k).plan().is_none(), "{k:?}");
+        }
+        let strided = nhwc(&x, &[5, 5]).with(|c| c.stride = 2);
+        assert!(strided.plan().is_none(), "strided");
+        let deep = nhwc(&[32, 16, 8, 56, 56], &[3, 3, 3]);
+        assert!(deep.plan().is_none(), "3-d");
     }
 
     #[test]

@@ -50,6 +50,15 @@ impl CudnnContext {
             self.directs.borrow_mut().insert(*key, None);
             return None;
         };
+        let scalar = if plan.align > target.dx.dtype().size() as u64 {
+            let Some(scalar) = DirectPlan::one_channel(&target) else {
+                self.directs.borrow_mut().insert(*key, None);
+                return None;
+            };
+            Some(scalar)
+        } else {
+            None
+        };
         let lay = layout(p);
         let via = copies.map(|(nchw, own)| Via {
             own,
@@ -62,11 +71,24 @@ impl CudnnContext {
         {
             return None;
         }
+        // A plan loading several channels at a time has one loading one, for operands
+        // not aligned to them.
+        let one_channel = match scalar {
+            Some(scalar) => {
+                let Some(function) = self.kernel(&scalar.entry) else {
+                    self.directs.borrow_mut().insert(*key, None);
+                    return None;
+                };
+                Some((scalar, function))
+            }
+            None => None,
+        };
         let d = self.kernel(&plan.entry).map(|function| {
             std::rc::Rc::new(Direct {
                 plan,
                 function,
                 via,
+                one_channel,
             })
         });
         self.directs.borrow_mut().insert(*key, d.clone());
@@ -208,7 +230,13 @@ impl CudnnContext {
         (w, dy, dx): (u64, u64, u64),
         beta: f64,
     ) -> Result<()> {
-        let plan = &direct.plan;
+        // Operands not aligned for the plan's loads of several channels: the plan
+        // loading one.
+        let aligned = dy % direct.plan.align == 0 && dx % direct.plan.align == 0;
+        let (plan, function) = match &direct.one_channel {
+            Some((plan, function)) if !aligned => (plan, function),
+            _ => (&direct.plan, &direct.function),
+        };
         let mut params = plan.params.scaled(alpha, beta);
         let (mut w, mut dy, mut dx) = (w, dy, dx);
         // The kernel's arguments by address, on the stack (no allocation per call).
@@ -226,7 +254,7 @@ impl CudnnContext {
         // context's, whose CUDA context was just made current.
         let launched = unsafe {
             cudarc::driver::result::launch_kernel(
-                direct.function.cu_function(),
+                function.cu_function(),
                 (plan.blocks, 1, 1),
                 (BLOCK, 1, 1),
                 0,

@@ -18,7 +18,10 @@
 // 133, 155, 177, and 333 with depth stride 1 or 2) and
 // dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
 // dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d, the other strides, width dilation 1, the
-// filter's height taken at run time, KW from 1 to 11).
+// filter's height taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
+// filter's bytes are the same in either layout): dw_dgrad_nhwc_k1<K><K>_s1_<type> and
+// dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5 and 7x7, every stride 1, any dilation;
+// four outputs a thread, of one channel or of four loaded together).
 //
 // scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
 // which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
@@ -38,6 +41,7 @@ struct Params {
     unsigned items;          // work items: n c d h ceil(w / (TX step)) step, step = dw (stride 1)
                              // or sw (strided)
     unsigned kh;             // filter height (read by the entry points that take it at run time)
+    unsigned group;          // channels a block takes (the channels-last entry points)
 };
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
@@ -330,6 +334,197 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     }
 }
 
+// Channels last: VEC consecutive channels as one load or store (VEC = 1, 2 or 4), in f32
+// registers. `vload` reads through the read-only cache (dy), `vreload` plainly (dx).
+__device__ __forceinline__ float widen(unsigned short b, const Half*) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+    return f;
+}
+__device__ __forceinline__ float widen(unsigned short b, const BFloat*) {
+    return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+template <typename T>
+__device__ __forceinline__ unsigned short narrow(float v) {
+    T t;
+    store(&t, v);
+    return t.bits;
+}
+
+template <int VEC>
+__device__ __forceinline__ void vload(const float* p, float (&v)[VEC], bool cached) {
+    if (VEC == 4) {
+        const float4 q = cached ? __ldg(reinterpret_cast<const float4*>(p))
+                                : *reinterpret_cast<const float4*>(p);
+        v[0] = q.x; v[1 % VEC] = q.y; v[2 % VEC] = q.z; v[3 % VEC] = q.w;
+    } else if (VEC == 2) {
+        const float2 q = cached ? __ldg(reinterpret_cast<const float2*>(p))
+                                : *reinterpret_cast<const float2*>(p);
+        v[0] = q.x; v[1 % VEC] = q.y;
+    } else {
+        v[0] = cached ? __ldg(p) : *p;
+    }
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void vload(const T* p, float (&v)[VEC], bool cached) {
+    const unsigned short* b = reinterpret_cast<const unsigned short*>(p);
+    if (VEC == 4) {
+        const uint2 q = cached ? __ldg(reinterpret_cast<const uint2*>(b))
+                               : *reinterpret_cast<const uint2*>(b);
+        v[0] = widen(static_cast<unsigned short>(q.x & 0xffffu), p);
+        v[1 % VEC] = widen(static_cast<unsigned short>(q.x >> 16), p);
+        v[2 % VEC] = widen(static_cast<unsigned short>(q.y & 0xffffu), p);
+        v[3 % VEC] = widen(static_cast<unsigned short>(q.y >> 16), p);
+    } else if (VEC == 2) {
+        const unsigned q = cached ? __ldg(reinterpret_cast<const unsigned*>(b))
+                                  : *reinterpret_cast<const unsigned*>(b);
+        v[0] = widen(static_cast<unsigned short>(q & 0xffffu), p);
+        v[1 % VEC] = widen(static_cast<unsigned short>(q >> 16), p);
+    } else {
+        v[0] = widen(cached ? __ldg(b) : *b, p);
+    }
+}
+template <int VEC>
+__device__ __forceinline__ void vstore(float* p, const float (&v)[VEC]) {
+    if (VEC == 4) {
+        *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1 % VEC], v[2 % VEC], v[3 % VEC]);
+    } else if (VEC == 2) {
+        *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1 % VEC]);
+    } else {
+        *p = v[0];
+    }
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void vstore(T* p, const float (&v)[VEC]) {
+    unsigned short* b = reinterpret_cast<unsigned short*>(p);
+    if (VEC == 4) {
+        uint2 q;
+        q.x = narrow<T>(v[0]) | (static_cast<unsigned>(narrow<T>(v[1 % VEC])) << 16);
+        q.y = narrow<T>(v[2 % VEC]) | (static_cast<unsigned>(narrow<T>(v[3 % VEC])) << 16);
+        *reinterpret_cast<uint2*>(b) = q;
+    } else if (VEC == 2) {
+        *reinterpret_cast<unsigned*>(b) =
+            narrow<T>(v[0]) | (static_cast<unsigned>(narrow<T>(v[1 % VEC])) << 16);
+    } else {
+        *b = narrow<T>(v[0]);
+    }
+}
+
+// Channels-last (NHWC, 2-d) operands, stride 1, any dilation, a square filter KxK with
+// its height and width fixed. Each thread computes TX outputs of a dx row (x0, x0 + dw,
+// ...) for VEC consecutive channels, loading and storing VEC channels at a time, and the
+// threads next to it take the next channels, so that a warp's loads and stores are of
+// adjacent bytes. A block takes p.group channels (VEC divides it; with M filters a channel
+// group * M is at most NHWC_SLOTS) and p.group / VEC threads a work item, for as many
+// work items as fit in it; it stages its channels' weights in shared memory once,
+// tap-major, flipped there in convolution mode, then takes chunks of work items
+// gridDim.x / groups apart. Work items count spans of rows as in NCHW (p.items:
+// n h ceil(W / (TX dw)) dw). VEC > 1 needs M = 1 and dy and dx aligned to VEC values.
+constexpr int NHWC_SLOTS = 128;
+
+template <typename T, int K, int TX, int VEC>
+__device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restrict__ w,
+                                              const T* __restrict__ dy, T* __restrict__ dx) {
+    constexpr int TAPS = K * K;
+    constexpr int WIN = TX + K - 1;
+    __shared__ __align__(16) float ws[NHWC_SLOTS * TAPS];
+    const unsigned group = p.group;
+    const unsigned groups = p.c / group;
+    const unsigned g = blockIdx.x % groups;
+    // The group's filters are contiguous: w[(c M + m) TAPS + tap], c from g group; slot
+    // s = (c - g group) M + m holds them at ws[tap slots + s].
+    const unsigned slots = group * p.m;
+    const T* wg = w + g * slots * TAPS;
+    for (unsigned e = threadIdx.x; e < slots * TAPS; e += blockDim.x) {
+        const unsigned sl = e / TAPS, t = e % TAPS;
+        ws[(p.flip ? TAPS - 1 - t : t) * slots + sl] = load(wg + e);
+    }
+    __syncthreads();
+    const unsigned lanes = group / VEC;
+    const unsigned per_block = blockDim.x / lanes;
+    const unsigned lane = threadIdx.x % lanes, sub = threadIdx.x / lanes;
+    if (sub >= per_block) return;
+    const unsigned c = g * group + lane * VEC;  // this thread's first channel
+    const unsigned kc = p.c * p.m;             // dy's channels
+    const int dw = p.dw;
+    const unsigned per_row = items_per_row<TX>(p, dw);
+    const unsigned chunks = (p.items + per_block - 1) / per_block;
+    for (unsigned chunk = blockIdx.x / groups; chunk < chunks; chunk += gridDim.x / groups) {
+        const unsigned i = chunk * per_block + sub;
+        if (i >= p.items) break;
+        const unsigned gi = i % per_row, row = i / per_row;
+        const int y = static_cast<int>(row % p.h);
+        const unsigned n = row / p.h;
+        const int x0 = static_cast<int>(gi / dw) * TX * dw + static_cast<int>(gi % dw);
+        float acc[TX][VEC];
+#pragma unroll
+        for (int j = 0; j < TX; ++j)
+#pragma unroll
+            for (int u = 0; u < VEC; ++u) acc[j][u] = 0.0f;
+        for (unsigned m = 0; m < p.m; ++m) {
+            const T* dyk = dy + n * p.oh * p.ow * kc + c * p.m + m;
+            const float* wm = ws + lane * VEC * p.m + m;
+#pragma unroll
+            for (int b = 0; b < K; ++b) {
+                const int oh = y + p.ph - b * p.dh;
+                if (oh < 0 || oh >= static_cast<int>(p.oh)) continue;
+                const T* r = dyk + static_cast<unsigned>(oh) * p.ow * kc;
+                float v[WIN][VEC];
+#pragma unroll
+                for (int q = 0; q < WIN; ++q) {
+                    const int ow = x0 + p.pw + (q - (K - 1)) * dw;
+                    if (ow >= 0 && ow < static_cast<int>(p.ow)) {
+                        vload(r + static_cast<unsigned>(ow) * kc, v[q], true);
+                    } else {
+#pragma unroll
+                        for (int u = 0; u < VEC; ++u) v[q][u] = 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int e = 0; e < K; ++e) {
+                    float f[VEC];
+                    if (VEC > 1) {
+                        vload(wm + (b * K + e) * slots, f, false);
+                    } else {
+                        f[0] = wm[(b * K + e) * slots];
+                    }
+#pragma unroll
+                    for (int j = 0; j < TX; ++j)
+#pragma unroll
+                        for (int u = 0; u < VEC; ++u) acc[j][u] += f[u] * v[j - e + K - 1][u];
+                }
+            }
+        }
+        T* out = dx + (n * p.h + static_cast<unsigned>(y)) * p.w * p.c + c;
+#pragma unroll
+        for (int j = 0; j < TX; ++j) {
+            const int x = x0 + j * dw;
+            if (x < static_cast<int>(p.w)) {
+                T* o = out + static_cast<unsigned>(x) * p.c;
+                float r[VEC];
+#pragma unroll
+                for (int u = 0; u < VEC; ++u) r[u] = p.alpha * acc[j][u];
+                if (p.beta != 0.0f) {
+                    float old[VEC];
+                    vload(o, old, false);
+#pragma unroll
+                    for (int u = 0; u < VEC; ++u) r[u] += p.beta * old[u];
+                }
+                vstore(o, r);
+            }
+        }
+    }
+}
+
+// At least MINB blocks a multiprocessor: 3x3 (64 registers) 4, the others 3 (at most 80
+// registers: 7x7 in half precision took 99, two blocks, and 1.2-1.6x the time on small
+// layers, a second wave of a few blocks).
+#define NHWC(NAME, T, K, TX, VEC, MINB)                                                 \
+    extern "C" __global__ void __launch_bounds__(256, MINB)                            \
+        NAME(Params p, const T* w, const T* dy, T* dx) {                               \
+        dgrad_nhwc_s1<T, K, TX, VEC>(p, w, dy, dx);                                     \
+    }
+
 #define ROWS(NAME, T, KD, KH, KW)                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                  \
         NAME(Params p, const T* w, const T* dy, T* dx) {                               \
@@ -407,7 +602,13 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     STRIDED_BAND(dw_dgrad_kw8_strided_##SUFFIX, T, 8)                                   \
     STRIDED_BAND(dw_dgrad_kw9_strided_##SUFFIX, T, 9)                                   \
     STRIDED_BAND(dw_dgrad_kw10_strided_##SUFFIX, T, 10)                                 \
-    STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)
+    STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)                                 \
+    NHWC(dw_dgrad_nhwc_k133_s1_##SUFFIX, T, 3, 4, 1, 4)                                 \
+    NHWC(dw_dgrad_nhwc_k155_s1_##SUFFIX, T, 5, 4, 1, 3)                                 \
+    NHWC(dw_dgrad_nhwc_k177_s1_##SUFFIX, T, 7, 4, 1, 3)                                 \
+    NHWC(dw_dgrad_nhwc_k133_s1v4_##SUFFIX, T, 3, 4, 4, 4)                               \
+    NHWC(dw_dgrad_nhwc_k155_s1v4_##SUFFIX, T, 5, 4, 4, 3)                               \
+    NHWC(dw_dgrad_nhwc_k177_s1v4_##SUFFIX, T, 7, 4, 4, 3)
 
 ENTRIES(f32, float)
 ENTRIES(f16, Half)

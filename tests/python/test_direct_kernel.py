@@ -1,7 +1,9 @@
 """The depthwise kernel of our own (``src/kernels/depthwise_dgrad.cu``), which the default
 choice runs for NCHW depthwise layers (2-d at stride 1 with square filters of 3 to 7 and
 filters of any height and odd width up to 31, 2-d at other strides with filters up to 11
-wide and no width dilation, 3-d 3x3x3; ``src/bwd_data/direct.rs``): results against
+wide and no width dilation, 3-d 3x3x3; ``src/bwd_data/direct.rs``) and channels-last ones
+(large 3x3, 5x5 and 7x7 at stride 1 as stored, four channels a load where the channels and
+the operands' alignment allow; larger filters on NCHW copies): results against
 PyTorch in float64 on fresh random inputs, with dx poisoned (beta 0) or accumulated into
 (beta != 0), and which layers run it (the profiler's kernel names). The dilated strided
 layer, the 13-wide strided one and the large float16 3x3 one check cuDNN's paths the
@@ -47,12 +49,28 @@ class Layer:
         under this process's ``CUDNN_RS_DIRECT``)."""
         mode = os.environ.get("CUDNN_RS_DIRECT", "")
         if self.channels_last:
-            # On NCHW copies: filters cuDNN's NHWC engines run slowly (square from 9x9,
-            # columns 3 or more high), at stride 1.
+            # Natively: 3x3, 5x5 and 7x7 at stride 1 from 2^22 elements of dx (7x7:
+            # 2^20), float16 3x3 and 5x5 left to cuDNN (all of them run natively with
+            # CUDNN_RS_DIRECT=all). On NCHW copies: filters cuDNN's NHWC engines run
+            # slowly (square from 9x9, columns 3 or more high), at stride 1.
             kh, kw = self.k
             slow = (kh == kw and kh >= 9) or (kw == 1 and kh >= 3)
             stride1 = all(s == 1 for s in self.strides)
-            return mode != "0" and slow and stride1 and kw % 2 == 1 and kw <= 31
+            numel = 1
+            for d in self.x:
+                numel *= d
+            least = 1 << 20 if self.k == (7, 7) else 1 << 22
+            native = self.k in ((3, 3), (5, 5), (7, 7)) and (
+                mode == "all"
+                or ((dtype != "float16" or self.k == (7, 7)) and numel >= least)
+            )
+            return (
+                mode != "0"
+                and (slow or native)
+                and stride1
+                and kw % 2 == 1
+                and kw <= 31
+            )
         square = self.k in ((3, 3), (5, 5), (7, 7))
         if len(self.k) == 3:
             runs = self.k == (3, 3, 3)
@@ -83,15 +101,26 @@ class Layer:
         in float32 only 5x5 and 7x7 rows up to 32 wide; ``CUDNN_RS_DIRECT_TX`` 8 or 4:
         always or never)."""
         square = self.k in ((3, 3), (5, 5), (7, 7))
-        if self.channels_last or not square or self.strides != (1, 1):
+        if not square or self.strides != (1, 1):
             return False
+        if self.channels_last:
+            return False  # four outputs a thread, several channels
         forced = os.environ.get("CUDNN_RS_DIRECT_TX", "")
         if forced in ("4", "8"):
             return forced == "8"
         n, c, h, w = self.x
         items = n * c * h * -(-w // (4 * self.dil)) * self.dil
         f32_loses = dtype == "float32" and (self.k == (3, 3) or w > 32)
-        return items >= 1 << 18 and not f32_loses
+        return items >= 1 << 18 and (self.channels_last or not f32_loses)
+
+    @property
+    def native_channels_last(self) -> bool:
+        """A channels-last layer the kernel runs as it is stored (no NCHW copies)."""
+        return (
+            self.channels_last
+            and self.k in ((3, 3), (5, 5), (7, 7))
+            and self.strides == (1, 1)
+        )
 
     @property
     def pads(self) -> tuple[int, ...]:
@@ -170,6 +199,30 @@ LAYERS = {
     ),
     "13x13_cl_m2": Layer((2, 4, 9, 14), (13, 13), 6, multiplier=2, channels_last=True),
     "3x3_cl": Layer((2, 16, 9, 13), (3, 3), 1, channels_last=True),
+    # Channels last run as stored (the small ones only with CUDNN_RS_DIRECT=all):
+    # channel counts four does not divide, two filters a channel, dilation, convolution
+    # mode; strided (cuDNN's path).
+    "5x5_cl_d2_m2_conv_mode": Layer(
+        (2, 40, 15, 17),
+        (5, 5),
+        4,
+        dil=2,
+        multiplier=2,
+        convolution=True,
+        channels_last=True,
+    ),
+    "7x7_cl_c72": Layer((3, 72, 11, 13), (7, 7), 3, channels_last=True),
+    "3x3_cl_pad0_c33": Layer((2, 33, 8, 9), (3, 3), 0, channels_last=True),
+    "3x3_cl_large": Layer((16, 64, 64, 64), (3, 3), 1, channels_last=True),
+    "7x7_cl_large_c96": Layer((16, 96, 28, 28), (7, 7), 3, channels_last=True),
+    "7x7_cl_large_c72": Layer((16, 72, 30, 31), (7, 7), 3, channels_last=True),
+    "5x5_cl_large_d2_conv_mode": Layer(
+        (16, 72, 60, 61), (5, 5), 4, dil=2, convolution=True, channels_last=True
+    ),
+    "3x3_cl_large_m2_c68": Layer(
+        (16, 68, 62, 63), (3, 3), 1, multiplier=2, channels_last=True
+    ),
+    "3x3_cl_s2": Layer((2, 16, 9, 13), (3, 3), 1, stride=(2, 2), channels_last=True),
 }
 TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
 
@@ -246,7 +299,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     algo = cd.DefaultAlgo()
     size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
     kernel = layer.takes_kernel(dtype)
-    if kernel and layer.channels_last:
+    if kernel and layer.channels_last and not layer.native_channels_last:
         copies = (dy.numel() + dx.numel()) * dx.element_size()
         assert size >= copies, f"workspace {size} bytes cannot hold the NCHW copies"
     elif kernel:
@@ -290,7 +343,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     )
     assert any(n.startswith("dw_dgrad") for n in ran) == kernel, (kernel, ran)
     if kernel:
-        wide = any(n.startswith("dw_dgrad") and "_s1x8_" in n for n in ran)
+        wide = any(n.startswith("dw_dgrad") and "_s1x8" in n for n in ran)
         assert wide == layer.wide(dtype), (layer.wide(dtype), ran)
 
 
@@ -425,3 +478,64 @@ def test_the_kernel_is_captured_into_a_torch_cuda_graph(
         expected = _reference(torch, layer, w, dy)
         err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
         assert err < TOL["float32"], f"replay with dy x {scale}: relative error {err}"
+
+
+def _offset_channels_last(
+    torch: Any, shape: tuple[int, ...], dt: Any, fill: Any
+) -> Any:
+    """A channels-last tensor of `shape` whose data starts one element into its storage
+    (so not aligned to more than one element), filled by `fill(n)`."""
+    n, c, h, w = shape
+    storage = torch.empty(n * c * h * w + 1, device="cuda", dtype=dt)
+    view = storage[1:].view(n, h, w, c).permute(0, 3, 1, 2)
+    view.copy_(fill(shape))
+    return view
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_channels_last_operands_off_alignment_run_one_channel_a_load(
+    gpu: cd.Handle, dtype: str
+) -> None:
+    # The channels-last entry points load four channels at a time where the channels
+    # allow; dy and dx starting one element off that alignment run the entry loading
+    # one (the same problem, so the same cached choice), to the same values.
+    torch = pytest.importorskip("torch")
+    layer = LAYERS["7x7_cl_large_c72"]
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(dtype.encode()))
+    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
+    h = cd.Handle(stream=torch.cuda.current_stream())
+    conv = _conv(layer)
+    algo = cd.DefaultAlgo()
+    for offset in (False, True, False):
+        if offset:
+            dy = _offset_channels_last(
+                torch,
+                layer.dy,
+                dt,
+                lambda s: torch.randn(s, device="cuda", dtype=dt, generator=gen),
+            )
+            dx = _offset_channels_last(
+                torch, layer.x, dt, lambda s: torch.full(s, float("nan"), device="cuda")
+            )
+            assert dy.data_ptr() % 8 and dx.data_ptr() % 8
+        else:
+            dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
+            dy = dy.contiguous(memory_format=torch.channels_last)
+            dx = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
+            dx = dx.contiguous(memory_format=torch.channels_last)
+        ops = _imports(h, w, dy, dx)
+
+        def call(ops: tuple[Any, Any, Any] = ops) -> None:
+            h.convolution_backward_data(
+                1.0, ops[0], ops[1], conv, algo, None, 0.0, ops[2]
+            )
+
+        ran = _kernels_run(torch, call)
+        entries = [n for n in ran if n.startswith("dw_dgrad_nhwc")]
+        assert len(entries) == 1, ran
+        assert ("_s1_" in entries[0]) == offset, (offset, entries)
+        expected = _reference(torch, layer, w, dy)
+        err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+        assert err < TOL[dtype], f"offset {offset} {dtype}: relative error {err}"
