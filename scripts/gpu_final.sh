@@ -38,6 +38,10 @@
 #   bash scripts/gpu_final.sh tx      # the depthwise kernel's four- and eight-output entry
 #                                     # points and cuDNN on stride-1 squares, the kernel's
 #                                     # tests on the eight-output ones
+#   bash scripts/gpu_final.sh nhwc    # the channels-last entry points: their tests, then
+#                                     # against cuDNN (dw_sweep.py --layout cl)
+#   bash scripts/gpu_final.sh clmodels # the zoo's depthwise models in channels last, first
+#                                     # sights (with trace) of the grouped layers
 #   bash scripts/gpu_final.sh compare # this build against a branch's in .carry/alt/ (dw_sweep
 #                                     # with each, the branch's GPU tests)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
@@ -266,6 +270,21 @@ tx)  # the stride-1 square filters' four- and eight-output entry points against 
   done
   CUDNN_RS_DIRECT=0 TAIL=36 run dw_cudnn 200 bash -c "cd bench && python3 dw_sweep.py --layout nchw --only '$only'"
   CUDNN_RS_DIRECT_TX=8 TAIL=4 run pytest_tx8 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider
+  ;;
+nhwc)  # the channels-last entry points: their tests, then against cuDNN on stride-1 squares
+      # (bench/dw_sweep.py, channels last)
+  TAIL=6 run pytest_nhwc 200 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "cl or channels_last"
+  only="3x3 s1,5x5 s1,7x7 s1,3x3 s1 N1,7x7 s1 56,7x7 s1 28,7x7 s1 7,7x7 s1 N1,3x3 s1 112,3x3 s1 56,5x5 s1 14"
+  TAIL=36 run dw_cl 120 bash -c "cd bench && python3 dw_sweep.py --layout cl --only '$only'"
+  CUDNN_RS_DIRECT=0 TAIL=36 run dw_cl_cudnn 200 bash -c "cd bench && python3 dw_sweep.py --layout cl --only '$only'"
+  ;;
+clmodels)  # the zoo's depthwise models in channels last (the NHWC entry points), then the
+          # measured tier's first sights of the grouped layers with their trace
+  abs_out=$(cd "$out" && pwd)
+  TAIL=16 run zoo_dw_cl 260 bash -c "cd bench && python3 zoo.py --models efficientnet_b0,mobilenet_v2,shufflenet_v2_x1_0,mnasnet1_0,convnext_small,efficientnet_v2_s,mobilenet_v3_small,lraspp_mobilenet_v3_large --configs f32:cl,f16:cl,bf16:cl --csv $abs_out/zoo_dw_cl.csv --max-minutes 3.2 --top 12"
+  TAIL=8 run first_sight 120 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 first_sight.py --csv $abs_out/first_sight.csv --max-minutes 1.5 --layers grp32 --batch real 2>$abs_out/find_trace.txt"
+  gzip -f "$out/find_trace.txt"
   ;;
 compare)  # this build against another in .carry/alt/ (a branch's wheel, its test_gpu_rows,
           # and its changed test files in .carry/alt/tests/): bench/dw_sweep.py (DW_ARGS)
