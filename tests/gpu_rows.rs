@@ -30,6 +30,17 @@ fn naive_nchw<T: RefElement>(
     convolution_backward_data_naive(geo, f, f, f, alpha, w, dy, beta, out).unwrap();
 }
 
+/// The largest difference of `got` from `want`, relative to `want`'s largest magnitude
+/// (a NaN in `got` is passed over: check finiteness apart).
+fn max_rel_err(got: &[f32], want: &[f32]) -> f32 {
+    let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    got.iter()
+        .zip(want)
+        .map(|(g, r)| (g - r).abs())
+        .fold(0.0f32, f32::max)
+        / scale
+}
+
 fn context() -> CudnnContext {
     match CudnnContext::new(0) {
         Ok(ctx) => ctx,
@@ -1032,7 +1043,6 @@ fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [us
         };
         let mut want = start.clone();
         nhwc(f64::from(alpha), f64::from(beta), &mut want);
-        let scale = want.iter().fold(0.0f32, |a, v| a.max(v.abs()));
         stream.memcpy_htod(&start, dx.data_mut()).unwrap();
         ctx.convolution_backward_data(
             alpha,
@@ -1050,12 +1060,7 @@ fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [us
             got.iter().all(|v| v.is_finite()),
             "c {c} k {k}: NaN left in dx"
         );
-        let err = got
-            .iter()
-            .zip(&want)
-            .map(|(g, r)| (g - r).abs())
-            .fold(0.0f32, f32::max)
-            / scale;
+        let err = max_rel_err(&got, &want);
         assert!(
             err < 1e-5,
             "c {c} k {k} dil {dil} m {m} beta {beta}: relative error {err}"

@@ -24,9 +24,9 @@
 //! exception: cuDNN's NCHW engine is faster there (see [`preferred`]). Channels-last
 //! 3x3, 5x5 and 7x7 layers at stride 1 run with entry points of their own, which load
 //! four channels at a time (see [`runs`]; small layers and float16 3x3 and 5x5 ones stay
-//! with cuDNN, see [`preferred`]); other
-//! channels-last problems of filters cuDNN's NHWC engines run slowly run with the kernel
-//! on NCHW copies of dy and dx ([`via_nchw`], [`Via`]).
+//! with cuDNN, see [`preferred`]); other channels-last problems of filters cuDNN's NHWC
+//! engines run slowly run with the kernel on NCHW copies of dy and dx ([`via_nchw`],
+//! [`Via`]).
 //!
 //! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
 //! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
@@ -683,16 +683,22 @@ mod tests {
 
         /// The same for the untimed (`benchmark` false) or the measured default.
         fn plan_in(&self, benchmark: bool) -> Option<DirectPlan> {
+            self.on(|p| {
+                (runs(p) && preferred(p, benchmark))
+                    .then(|| DirectPlan::plan(p, false))
+                    .flatten()
+            })
+        }
+
+        /// `f` of the problem.
+        fn on<R>(&self, f: impl FnOnce(&RawProblem<'_>) -> R) -> R {
             let ([w, dy, dx], conv) = (self.parts(), self.conv());
-            let p = RawProblem {
+            f(&RawProblem {
                 w: &w,
                 dy: &dy,
                 dx: &dx,
                 conv: &conv,
-            };
-            (runs(&p) && preferred(&p, benchmark))
-                .then(|| DirectPlan::plan(&p, false))
-                .flatten()
+            })
         }
     }
 
@@ -1038,14 +1044,7 @@ mod tests {
         assert_eq!(plan.align, 16);
         // Its plan for operands not so aligned: one channel a load (64 threads an item),
         // in at most NHWC_BLOCKS blocks (each takes several chunks).
-        let ([w, dy, dx], conv) = (case.parts(), case.conv());
-        let p = RawProblem {
-            w: &w,
-            dy: &dy,
-            dx: &dx,
-            conv: &conv,
-        };
-        let one = DirectPlan::one_channel(&p).expect("a plan");
+        let one = case.on(DirectPlan::one_channel).expect("a plan");
         assert_eq!(one.entry, "dw_dgrad_nhwc_k133_s1_f32");
         assert_eq!((one.params.group, one.align), (64, 4));
         assert_eq!(u64::from(one.blocks), NHWC_BLOCKS);
@@ -1079,6 +1078,7 @@ mod tests {
         assert_eq!(two.plan().expect("a plan").params.group, 50);
         // The filter in either layout (one input channel per group: the same bytes).
         let [w, _, _] = Case::depthwise(&x, &[3, 3]).parts();
+        let ([_, dy, dx], conv) = (case.parts(), case.conv());
         let mixed = RawProblem {
             w: &w,
             dy: &dy,
@@ -1106,14 +1106,7 @@ mod tests {
         ] {
             let case = nhwc(&x, &k);
             assert_eq!(case.plan().is_some(), taken, "{x:?} {k:?}");
-            let ([w, dy, dx], conv) = (case.parts(), case.conv());
-            let p = RawProblem {
-                w: &w,
-                dy: &dy,
-                dx: &dx,
-                conv: &conv,
-            };
-            assert!(runs(&p), "{x:?} {k:?}");
+            assert!(case.on(runs), "{x:?} {k:?}");
         }
         // Not taken: other filters (cuDNN, or NCHW copies from 9x9), strides, 3-d.
         for k in [[1, 7], [3, 5], [9, 9], [1, 1]] {

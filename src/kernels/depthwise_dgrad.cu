@@ -39,7 +39,7 @@ struct Params {
     int flip;                // 1 in convolution mode
     float alpha, beta;
     unsigned items;          // work items: n c d h ceil(w / (TX step)) step, step = dw (stride 1)
-                             // or sw (strided)
+                             // or sw (strided); channels last: n h ceil(w / (TX dw)) dw
     unsigned kh;             // filter height (read by the entry points that take it at run time)
     unsigned group;          // channels a block takes (the channels-last entry points)
 };
@@ -335,7 +335,8 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
 }
 
 // Channels last: VEC consecutive channels as one load or store (VEC = 1, 2 or 4), in f32
-// registers. `vload` reads through the read-only cache (dy), `vreload` plainly (dx).
+// registers. `vload` reads through the read-only cache when `cached` (dy), else plainly
+// (dx, and the weights in shared memory).
 __device__ __forceinline__ float widen(unsigned short b, const Half*) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
