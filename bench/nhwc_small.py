@@ -9,8 +9,8 @@ under 2^20, to cuDNN: bench/RESULTS.md). Run it twice or three times to compare:
 
 Per row: the layer, the threads of the four-channel entry (spans of four columns times a
 quarter of the channels), the time per call (`broad.Timer`: 20 calls between two CUDA
-events, median of 7) and the largest error against PyTorch in float64 relative to its
-largest value.
+events, median of 7) and the error against PyTorch in float64 (`broad.rel_err`, in the
+norm; the files of 2026-12-02c hold the largest error relative to the largest value).
 
 Usage (GPU machine): [env] python bench/nhwc_small.py [--dtypes f32,bf16,f16]
 """
@@ -22,7 +22,7 @@ import os
 import sys
 
 import torch
-from broad import Timer
+from broad import Timer, rel_err
 
 import cudnn_rs as cd
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             ref = torch.nn.grad.conv2d_input(
                 dx.shape, w.double(), dy.double(), padding=k // 2, groups=c
             )
-            err = ((dx.double() - ref).abs().max() / ref.abs().max()).item()
+            err = rel_err(dx, ref)
             threads = n * hw * -(-hw // 4) * (c // 4)
             print(
                 f"N={n:2} C={c:3} {hw:3}x{hw:<3} {k}x{k} {name:4} threads {threads:7} "

@@ -1123,16 +1123,11 @@ mod tests {
         let x = [8, 64, 28, 28];
         let nhwc = |k: &[usize]| Case::depthwise(&x, k).with(|c| c.format = Format::Nhwc);
         let via = |c: &Case| {
-            let ([w, dy, dx], conv) = (c.parts(), c.conv());
-            let p = RawProblem {
-                w: &w,
-                dy: &dy,
-                dx: &dx,
-                conv: &conv,
-            };
-            // The rule, and the kernel's plan for the NCHW copies.
-            let copies = Twin::in_format(&p, Format::Nchw).expect("NCHW descriptors");
-            via_nchw(&p) && DirectPlan::of(&copies.problem(&conv), false).is_some()
+            c.on(|p| {
+                // The rule, and the kernel's plan for the NCHW copies.
+                let copies = Twin::in_format(p, Format::Nchw).expect("NCHW descriptors");
+                via_nchw(p) && DirectPlan::of(&copies.problem(p.conv), false).is_some()
+            })
         };
         for k in [[9, 9], [13, 13], [31, 31], [11, 1], [7, 1], [3, 1]] {
             assert!(via(&nhwc(&k)), "{k:?}");

@@ -156,10 +156,12 @@ impl Schedule {
         if !self.staged {
             return;
         }
-        for (i, e) in self.engines.iter().enumerate() {
-            let listed = (0..self.engines.len()).any(|j| ranked[j] && self.engines[j] == *e);
-            if !listed && !ranked[i] && !self.ended.contains(e) {
-                self.ended.push(*e);
+        let listed: Vec<i64> = (self.engines.iter().zip(ranked))
+            .filter_map(|(&e, &r)| r.then_some(e))
+            .collect();
+        for &e in &self.engines {
+            if !listed.contains(&e) && !self.ended.contains(&e) {
+                self.ended.push(e);
             }
         }
     }
@@ -557,8 +559,8 @@ impl CudnnContext {
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
     /// that can win are still reached; see also [`STAGE_END_SPREAD`],
-    /// [`SETTING_END_SPREAD`] and [`FALLBACK_MIN_RANKED`]). Records `(timed, left out by the limit or the
-    /// budget)` for [`Self::last_find_report`].
+    /// [`SETTING_END_SPREAD`] and [`FALLBACK_MIN_RANKED`]). Records `(timed, left out by
+    /// the limit or the budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].

@@ -52,28 +52,27 @@ __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 struct Half { unsigned short bits; };
 struct BFloat { unsigned short bits; };
 
-__device__ __forceinline__ float load(const Half* p) {
-    unsigned short h = __ldg(reinterpret_cast<const unsigned short*>(p));
+// A 16-bit value's bits as f32 (`p` only picks the type).
+__device__ __forceinline__ float widen(unsigned short b, const Half*) {
     float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
     return f;
 }
-__device__ __forceinline__ float reload(const Half* p) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p->bits));
-    return f;
+__device__ __forceinline__ float widen(unsigned short b, const BFloat*) {
+    return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+template <typename T>
+__device__ __forceinline__ float load(const T* p) {
+    return widen(__ldg(reinterpret_cast<const unsigned short*>(p)), p);
+}
+template <typename T>
+__device__ __forceinline__ float reload(const T* p) {
+    return widen(p->bits, p);
 }
 __device__ __forceinline__ void store(Half* p, float v) {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
     p->bits = h;
-}
-__device__ __forceinline__ float load(const BFloat* p) {
-    unsigned short b = __ldg(reinterpret_cast<const unsigned short*>(p));
-    return __uint_as_float(static_cast<unsigned>(b) << 16);
-}
-__device__ __forceinline__ float reload(const BFloat* p) {
-    return __uint_as_float(static_cast<unsigned>(p->bits) << 16);
 }
 __device__ __forceinline__ void store(BFloat* p, float v) {
     unsigned u = __float_as_uint(v);
@@ -337,14 +336,6 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
 // Channels last: VEC consecutive channels as one load or store (VEC = 1, 2 or 4), in f32
 // registers. `vload` reads through the read-only cache when `cached` (dy), else plainly
 // (dx, and the weights in shared memory).
-__device__ __forceinline__ float widen(unsigned short b, const Half*) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
-    return f;
-}
-__device__ __forceinline__ float widen(unsigned short b, const BFloat*) {
-    return __uint_as_float(static_cast<unsigned>(b) << 16);
-}
 template <typename T>
 __device__ __forceinline__ unsigned short narrow(float v) {
     T t;

@@ -15,6 +15,7 @@ GPU tests: they skip, saying why, where no GPU is usable.
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -56,13 +57,10 @@ class Layer:
             kh, kw = self.k
             slow = (kh == kw and kh >= 9) or (kw == 1 and kh >= 3)
             stride1 = all(s == 1 for s in self.strides)
-            numel = 1
-            for d in self.x:
-                numel *= d
             least = 1 << 20 if self.k == (7, 7) else 1 << 22
             native = self.k in ((3, 3), (5, 5), (7, 7)) and (
                 mode == "all"
-                or ((dtype != "float16" or self.k == (7, 7)) and numel >= least)
+                or ((dtype != "float16" or self.k == (7, 7)) and self.numel >= least)
             )
             return (
                 mode != "0"
@@ -81,9 +79,6 @@ class Layer:
             runs = self.dil == 1 and self.k[1] <= 11
         if mode == "0" or not runs:
             return False
-        numel = 1
-        for d in self.x:
-            numel *= d
         # Left to cuDNN by the untimed default: where PyTorch's default runs cuDNN too.
         cudnn_half = (
             dtype == "float16"
@@ -91,7 +86,7 @@ class Layer:
             and self.strides == (1, 1)
             and self.dil == 1
             and self.multiplier == 1
-            and numel >= 1 << 20
+            and self.numel >= 1 << 20
         )
         return mode == "all" or not cudnn_half
 
@@ -111,7 +106,12 @@ class Layer:
         n, c, h, w = self.x
         items = n * c * h * -(-w // (4 * self.dil)) * self.dil
         f32_loses = dtype == "float32" and (self.k == (3, 3) or w > 32)
-        return items >= 1 << 18 and (self.channels_last or not f32_loses)
+        return items >= 1 << 18 and not f32_loses
+
+    @property
+    def numel(self) -> int:
+        """dx's elements."""
+        return math.prod(self.x)
 
     @property
     def native_channels_last(self) -> bool:
