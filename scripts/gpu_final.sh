@@ -21,6 +21,9 @@
 #                                     # trace (bench/first_sight.py; FIRST_ARGS, FIRST_MINUTES);
 #                                     # with ZOO_ARGS the zoo, with BROAD_MINUTES the broad suite
 #   bash scripts/gpu_final.sh measure # the broad suite (both batches), the training steps
+#   bash scripts/gpu_final.sh closing # the grouped layers' first sights (trace; FIRST_LAYERS),
+#                                     # the broad suite (both batches), with ZOO_ARGS the zoo
+#   bash scripts/gpu_final.sh train   # the training steps alone (TRAIN_MINUTES)
 #   bash scripts/gpu_final.sh hostspy # host cost per call (bench/host_overhead.py), then
 #                                     # py-spy --native on its conv_input_grad loops
 #   bash scripts/gpu_final.sh kernel  # the depthwise kernel: Rust GPU tests + memcheck,
@@ -170,6 +173,20 @@ first)  # where the measured tier's first sights spend their time, per configura
   [ -n "${ZOO_ARGS:-}" ] && TAIL=20 run zoo 150 bash -c "cd bench && python3 zoo.py --csv $out/zoo.csv --max-minutes ${ZOO_MINUTES:-1.5} $ZOO_ARGS"
   [ -n "${BROAD_MINUTES:-}" ] && TAIL=14 run broad "${BROAD_LIMIT:-330}" python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" \
     --md "$out/broad.md" --batch "${BROAD_BATCH:-real}" --max-minutes "$BROAD_MINUTES"
+  ;;
+closing)  # the grouped layers' first sights with their trace, the broad suite at both
+         # batches, then (with ZOO_ARGS) the layer zoo
+  abs_out=$(cd "$out" && pwd)
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  TAIL=8 run first_sight 90 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 first_sight.py --csv $abs_out/first_sight.csv --max-minutes 1 --layers ${FIRST_LAYERS:-grp32} --batch real 2>$abs_out/find_trace.txt"
+  gzip -f "$out/find_trace.txt"
+  TAIL=12 run broad 210 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.1
+  TAIL=12 run broad1 150 python3 bench/broad.py --csv "$out/broad1.csv" --md "$out/broad1.md" --batch 1 --max-minutes 2.2
+  [ -n "${ZOO_ARGS:-}" ] && TAIL=24 run zoo "${ZOO_LIMIT:-150}" bash -c "cd bench && python3 zoo.py --csv $abs_out/zoo.csv --max-minutes ${ZOO_MINUTES:-2} $ZOO_ARGS"
+  ;;
+train)  # the training steps alone (TRAIN_MINUTES)
+  TAIL=40 run train 300 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3.8}" --steps 12 --warmup 2
   ;;
 measure)  # the broad suite at both batches, then the training steps
   TAIL=10 run wheel_demo 60 bash -c wheel_check

@@ -321,6 +321,39 @@ pub(crate) unsafe fn launch(exec: sys::CUgraphExec, stream: *mut c_void) -> bool
     unsafe { sys::cuGraphLaunch(exec, stream.cast()) == sys::cudaError_enum::CUDA_SUCCESS }
 }
 
+/// An executable graph owned by itself (not by a cache): destroyed when dropped.
+pub(crate) struct OwnedExec(sys::CUgraphExec);
+
+impl OwnedExec {
+    /// Launches the graph on `stream`.
+    ///
+    /// # Safety
+    /// As [`launch`]: the addresses it was captured with must be valid now.
+    pub(crate) unsafe fn launch(&self, stream: *mut c_void) -> bool {
+        // SAFETY: a live graph of the context it was captured in; the addresses are the
+        // caller's contract.
+        unsafe { launch(self.0, stream) }
+    }
+}
+
+impl Drop for OwnedExec {
+    fn drop(&mut self) {
+        destroy_exec(self.0);
+    }
+}
+
+/// [`capture`], the graph owned by the result.
+///
+/// # Safety
+/// As [`capture`].
+pub(crate) unsafe fn capture_owned(
+    side: sys::CUstream,
+    call: impl FnOnce(sys::CUstream) -> bool,
+) -> Option<OwnedExec> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { capture(side, call) }.map(OwnedExec)
+}
+
 fn destroy_exec(exec: sys::CUgraphExec) {
     // SAFETY: each executable graph is destroyed once, when it leaves the cache.
     unsafe { sys::cuGraphExecDestroy(exec) };

@@ -19,10 +19,8 @@ const CALLS_PER_TRIAL: usize = 5;
 /// ... enough for a trial to last this many milliseconds by one call's time. A single
 /// call of a small problem is within the timer's noise, and some engines run their first
 /// calls far slower than they settle at; calls of a millisecond and more are neither, and
-/// more of them only add to a first sight. (On the H200, single-call trials for calls of
-/// 0.2 ms and more cut first sights by a fifth, but a grouped f32 NCHW engine that starts
-/// at 0.36 ms and settles at 0.23 then lost to a 0.48 ms one in one run of two; trials of
-/// 5 ms made first sights of 0.4-1 ms calls 17 calls per configuration long.)
+/// more of them only add to a first sight. (On the H200, trials of 5 ms made first sights
+/// of 0.4-1 ms calls 17 calls per configuration long.)
 const TRIAL_MS: f32 = 1.0;
 /// How many of the fastest plans a timing re-times ([`CudnnContext::refine`]) ...
 const REFINE_TOP: usize = 3;
@@ -36,9 +34,9 @@ const REFINE_MAX_CALLS: usize = 50;
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
 const STAGE_SPREAD: f32 = 1.1;
 /// A plan whose trial is slower than the fastest so far by more than this factor is not
-/// a contender: its other trials are skipped. Far outside [`REFINE_SPREAD`]: some engines
-/// run their first trials after the warm-up call 1.5-2x slower than they settle at (on
-/// the H200, a grouped f32 NCHW engine at 0.36 ms in its first trials, 0.23 ms later).
+/// a contender: its other trials are skipped. Far outside [`REFINE_SPREAD`], for trials
+/// issued directly (see [`Runner`]): there a plan of many kernels can take 1.5-2x its
+/// replayed time.
 const CONTENDER_SPREAD: f32 = 2.0;
 /// In a staged timing, a configuration this many times slower than the fastest so far
 /// ends the first stage: the heuristics rank the rest lower still. On the H200
@@ -71,6 +69,22 @@ const SETTING_SPREAD: f32 = 1.3;
 /// ... when that call is long enough (in milliseconds) for one call to tell: a shorter one
 /// is within the timer's and the launch's noise.
 const SETTING_SCREEN_MS: f32 = 0.05;
+
+/// How a trial runs a plan: directly, or one call of it captured into a CUDA graph and
+/// launched as one, as a repeated call runs (see [`crate::replay`]).
+///
+/// A plan of several kernels (on the H200, grouped f32 layers' engines 1 and 74 launch
+/// many) runs far faster replayed than issued directly, where the GPU waits for the host
+/// between launches: the grouped f32 NCHW row's engine 1 took 0.33-0.50 ms a call in
+/// trials issued directly, varying with the host's load, and 0.227 ms replayed (its
+/// kernels' own time), so runs whose trials came out over the 0.48 ms of a one-kernel
+/// engine picked that one (`bench/settle_probe.py`). Timed as they run, the trials rank
+/// the plans by what calls cost once they repeat. Calls on new addresses each time run
+/// directly and pay the launches.
+enum Runner<'a> {
+    Direct(&'a Plan),
+    Graph(&'a crate::replay::OwnedExec),
+}
 
 std::thread_local! {
     /// The runs of the configuration being timed, `(calls, ms per call)`, while tracing.
@@ -575,7 +589,9 @@ impl CudnnContext {
     /// Builds up to `limit` of the engine configurations `sources` list that pass `accept`
     /// and fit `max_workspace`, and times each on the given inputs (one warm-up, then the
     /// best of up to three trials of up to five calls; the close contenders again, see
-    /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first.
+    /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first. Each
+    /// call is one captured call replayed, as repeated calls run (see [`Runner`]), where
+    /// replay is on.
     /// The configurations are taken in their order, or, `staged`, in two stages: first
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
@@ -695,6 +711,12 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
+            // SAFETY: w and dy per the caller; dx and the workspace were allocated above
+            // with the sizes the graph and this plan need.
+            let captured = unsafe { self.capture_trial(&plan, &ptrs)? };
+            let runner = captured
+                .as_ref()
+                .map_or(Runner::Direct(&plan), Runner::Graph);
             // A warm-up call, then up to three trials of calls back to back (see
             // `trial_time`): the best trial's mean. TAIL_SPREAD times slower than the
             // fastest so far even counting its warm-up: not worth a trial (and, staged,
@@ -704,12 +726,12 @@ impl CudnnContext {
             let running = std::time::Instant::now();
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
-            let warm = unsafe { self.time_calls(&plan, &ptrs, 1, (&start, &end))? };
+            let warm = unsafe { self.time_calls(&runner, &ptrs, 1, (&start, &end))? };
             let mut best = warm.unwrap_or(f32::INFINITY);
             if warm.is_some_and(|warm| warm <= TAIL_SPREAD * fastest) {
                 let screen = schedule.is_other_setting(i);
                 // SAFETY: as above.
-                best = unsafe { self.trial_time(&plan, &ptrs, (&start, &end), fastest, screen)? };
+                best = unsafe { self.trial_time(&runner, &ptrs, (&start, &end), fastest, screen)? };
             }
             // (No-ops in an exhaustive schedule; the first in the second stage, the second
             // in the first.)
@@ -722,11 +744,16 @@ impl CudnnContext {
             timing.trials += running.elapsed();
             if tracing() {
                 trace_line(&format!(
-                    "{:?} build {:.3} ms ws {} from {:?} ->{best:.4}",
+                    "{:?} build {:.3} ms ws {} from {:?} {} ->{best:.4}",
                     c.config,
                     build_time.as_secs_f64() * 1e3,
                     plan.workspace,
-                    c.from
+                    c.from,
+                    if captured.is_some() {
+                        "replayed"
+                    } else {
+                        "direct"
+                    }
                 ));
             }
             fastest = fastest.min(best);
@@ -771,6 +798,38 @@ impl CudnnContext {
         Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
     }
 
+    /// One call of `plan` on `ptrs` captured into a CUDA graph, for trials that time it as
+    /// a repeated call runs (see [`Runner`]). `None` (trials then issue it directly) with
+    /// replay off (`CUDNN_RS_GRAPHS=0`), while the caller captures the stream, or when the
+    /// call cannot be captured.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
+    unsafe fn capture_trial(
+        &self,
+        plan: &Plan,
+        ptrs: &RawPointers,
+    ) -> Result<Option<crate::replay::OwnedExec>> {
+        if !crate::replay::enabled() || crate::replay::capturing(self.stream.cu_stream().cast()) {
+            return Ok(None);
+        }
+        let Some(side) = self.graphs.borrow_mut().side_stream() else {
+            return Ok(None);
+        };
+        let (lib, handle) = (self.lib, self.as_raw());
+        let issue = |s: cudarc::driver::sys::CUstream| {
+            // SAFETY: the handle is live; `s` is this context's private stream.
+            let set = unsafe { (lib.api.cudnnSetStream)(handle, s.cast()) };
+            // SAFETY: the plan's problem's addresses (this function's contract).
+            set == 0 && unsafe { graph::execute(lib, handle, plan, ptrs) }.is_ok_and(|c| c == 0)
+        };
+        // SAFETY: `side` is this context's live private stream; `issue` only enqueues the
+        // call there.
+        let exec = unsafe { crate::replay::capture_owned(side, issue) };
+        self.apply_stream()?;
+        Ok(exec)
+    }
+
     /// A plan's time in a measurement, after its warm-up call: the best of three trials of
     /// calls back to back. The first trial is one call, which sizes the others
     /// ([`calls_per_trial`]); where they take more calls, that one call (within the
@@ -783,7 +842,7 @@ impl CudnnContext {
     /// As [`Self::time_calls`].
     unsafe fn trial_time(
         &self,
-        plan: &Plan,
+        plan: &Runner<'_>,
         ptrs: &RawPointers,
         events: (&CudaEvent, &CudaEvent),
         fastest: f32,
@@ -815,14 +874,15 @@ impl CudnnContext {
         Ok(best)
     }
 
-    /// The mean time per call of `calls` calls of `plan` back to back, by events; `None`
+    /// The mean time per call of `calls` calls of a plan back to back, by events; `None`
     /// when a call fails.
     ///
     /// # Safety
-    /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
+    /// The addresses in `ptrs` must be valid for the plan's problem and workspace, and
+    /// be those a captured call was captured with.
     unsafe fn time_calls(
         &self,
-        plan: &Plan,
+        runner: &Runner<'_>,
         ptrs: &RawPointers,
         calls: usize,
         (start, end): (&CudaEvent, &CudaEvent),
@@ -830,8 +890,19 @@ impl CudnnContext {
         start.record(&self.stream)?;
         let mut code = 0;
         for _ in 0..calls {
-            // SAFETY: the caller's contract.
-            code = unsafe { graph::execute(self.lib, self.as_raw(), plan, ptrs)? };
+            code = match runner {
+                // SAFETY: the caller's contract.
+                Runner::Direct(plan) => unsafe {
+                    graph::execute(self.lib, self.as_raw(), plan, ptrs)?
+                },
+                Runner::Graph(exec) => {
+                    let stream = self.stream.cu_stream().cast();
+                    // SAFETY: captured on these addresses (the caller's contract), in
+                    // this context; the stream is its own.
+                    let launched = unsafe { exec.launch(stream) };
+                    u32::from(!launched)
+                }
+            };
             if code != 0 {
                 break;
             }
@@ -878,13 +949,28 @@ impl CudnnContext {
         }
         let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
         let mut best = [f32::INFINITY; REFINE_TOP];
+        // Each plan captured again on these addresses (the workspace may have grown since
+        // its trials), where it was then.
+        let mut captured = Vec::with_capacity(close);
+        for f in found.iter().take(close) {
+            let fits = f.2.workspace <= ptrs.workspace.1;
+            let graph = if fits {
+                // SAFETY: the caller's contract; the workspace is large enough.
+                unsafe { self.capture_trial(&f.2, ptrs)? }
+            } else {
+                None
+            };
+            captured.push(graph);
+        }
         for _ in 0..3 {
-            for (f, b) in found.iter().zip(best.iter_mut()).take(close) {
+            for ((f, b), g) in found.iter().zip(best.iter_mut()).zip(&captured).take(close) {
                 if f.2.workspace > ptrs.workspace.1 {
                     continue; // the workspace was given up (out of memory) after its time
                 }
-                // SAFETY: the caller's contract; the workspace is large enough (above).
-                if let Some(ms) = unsafe { self.time_calls(&f.2, ptrs, calls, events)? } {
+                let runner = g.as_ref().map_or(Runner::Direct(&f.2), Runner::Graph);
+                // SAFETY: the caller's contract; the workspace is large enough (above), and
+                // a graph was captured on these addresses just above.
+                if let Some(ms) = unsafe { self.time_calls(&runner, ptrs, calls, events)? } {
                     *b = b.min(ms);
                 }
             }
