@@ -24,6 +24,8 @@
 #   bash scripts/gpu_final.sh closing # the grouped layers' first sights (trace; FIRST_LAYERS),
 #                                     # the broad suite (both batches), with ZOO_ARGS the zoo
 #   bash scripts/gpu_final.sh train   # the training steps alone (TRAIN_MINUTES)
+#   bash scripts/gpu_final.sh rust    # the Rust GPU tests (both cuDNN builds), memcheck
+#   bash scripts/gpu_final.sh pytest  # pytest on the GPU, the interop tests
 #   bash scripts/gpu_final.sh hostspy # host cost per call (bench/host_overhead.py), then
 #                                     # py-spy --native on its conv_input_grad loops
 #   bash scripts/gpu_final.sh kernel  # the depthwise kernel: Rust GPU tests + memcheck,
@@ -184,6 +186,18 @@ closing)  # the grouped layers' first sights with their trace, the broad suite a
   TAIL=12 run broad 210 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.1
   TAIL=12 run broad1 150 python3 bench/broad.py --csv "$out/broad1.csv" --md "$out/broad1.md" --batch 1 --max-minutes 2.2
   [ -n "${ZOO_ARGS:-}" ] && TAIL=24 run zoo "${ZOO_LIMIT:-150}" bash -c "cd bench && python3 zoo.py --csv $abs_out/zoo.csv --max-minutes ${ZOO_MINUTES:-2} $ZOO_ARGS"
+  ;;
+rust)  # the Rust GPU tests on both cuDNN builds, memcheck on its subset
+  for which in pip system; do
+    if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
+    [ -f "$lib" ] || continue
+    CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
+  done
+  memcheck_subset 200
+  ;;
+pytest)  # pytest on the GPU and the interop tests
+  TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   ;;
 train)  # the training steps alone (TRAIN_MINUTES)
   TAIL=40 run train 300 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3.8}" --steps 12 --warmup 2

@@ -75,7 +75,8 @@ pub struct FindTiming {
     pub heuristics: std::time::Duration,
     /// Building (finalizing) the configurations' execution plans.
     pub builds: std::time::Duration,
-    /// Running the plans: warm-up calls and trials, each waited for.
+    /// Running the plans: capturing each into a CUDA graph, warm-up calls and trials,
+    /// each waited for.
     pub trials: std::time::Duration,
     /// Timing the closest few again (see [`CudnnContext::find_engines_raw`]).
     pub refine: std::time::Duration,

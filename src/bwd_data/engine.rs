@@ -711,6 +711,8 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
+            // The capture counts with the trials it serves.
+            let running = std::time::Instant::now();
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
             let captured = unsafe { self.capture_trial(&plan, &ptrs)? };
@@ -723,7 +725,6 @@ impl CudnnContext {
             // the end of the first stage); a trial CONTENDER_SPREAD times the fastest, or
             // another setting's first call SETTING_SPREAD times: not worth more (this
             // keeps a first sight cheap).
-            let running = std::time::Instant::now();
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
             let warm = unsafe { self.time_calls(&runner, &ptrs, 1, (&start, &end))? };
