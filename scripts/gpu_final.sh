@@ -89,6 +89,16 @@ run() {
   [ $rc -eq 0 ] || fail=1
   tail -n "${TAIL:-6}" "$out/$name.log" | sed 's/^/    /'
 }
+# The Rust GPU tests on the pip cuDNN and on the system's where it has one ($1: the limit
+# of each run).
+rust_gpu_both() {
+  local which lib
+  for which in pip system; do
+    if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
+    [ -f "$lib" ] || continue
+    CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" "$1" .carry/bin/test_gpu_rows --ignored --test-threads 1
+  done
+}
 # The demo, the Rust GPU tests (pip cuDNN) and their memcheck subset, pytest on the GPU,
 # interop: the GPU tests of the `kernel` and `random` modes.
 gpu_tests() {
@@ -119,11 +129,7 @@ bench2)  # the anchor suite, the training steps and the broad suite in one call
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
-  for which in pip system; do
-    if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
-    [ -f "$lib" ] || continue
-    CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
-  done
+  rust_gpu_both 120
   memcheck_subset 240
   TAIL=5 run pytest_gpu 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
@@ -188,11 +194,7 @@ closing)  # the grouped layers' first sights with their trace, the broad suite a
   [ -n "${ZOO_ARGS:-}" ] && TAIL=24 run zoo "${ZOO_LIMIT:-150}" bash -c "cd bench && python3 zoo.py --csv $abs_out/zoo.csv --max-minutes ${ZOO_MINUTES:-2} $ZOO_ARGS"
   ;;
 rust)  # the Rust GPU tests on both cuDNN builds, memcheck on its subset
-  for which in pip system; do
-    if [ "$which" = pip ]; then lib="$pip_cudnn/libcudnn.so.9"; else lib=/usr/lib/x86_64-linux-gnu/libcudnn.so.9; fi
-    [ -f "$lib" ] || continue
-    CUDNN_RS_CUDNN_PATH=$lib TAIL=3 run "rust_gpu_$which" 150 .carry/bin/test_gpu_rows --ignored --test-threads 1
-  done
+  rust_gpu_both 150
   memcheck_subset 200
   ;;
 pytest)  # pytest on the GPU and the interop tests

@@ -75,10 +75,10 @@ const SETTING_SCREEN_MS: f32 = 0.05;
 ///
 /// A plan of several kernels (on the H200, grouped f32 layers' engines 1 and 74 launch
 /// many) runs far faster replayed than issued directly, where the GPU waits for the host
-/// between launches: the grouped f32 NCHW row's engine 1 took 0.33-0.50 ms a call in
-/// trials issued directly, varying with the host's load, and 0.227 ms replayed (its
-/// kernels' own time), so runs whose trials came out over the 0.48 ms of a one-kernel
-/// engine picked that one (`bench/settle_probe.py`). Timed as they run, the trials rank
+/// between launches: the grouped f32 NCHW row's engine 1 took 0.33-0.38 ms a call in
+/// trials issued directly (more where the host was busier: some runs picked a one-kernel
+/// engine of 0.48 ms over it), and 0.227 ms replayed, its kernels' own time
+/// (`bench/settle_probe.py`). Timed as they run, the trials rank
 /// the plans by what calls cost once they repeat. Calls on new addresses each time run
 /// directly and pay the launches.
 enum Runner<'a> {
@@ -184,9 +184,9 @@ impl Schedule {
     /// or than the device had, or its calls failed). Where it was its engine's first
     /// setting in a staged schedule's first stage, the engine's next listed setting takes
     /// its place there: else the engine would never be timed at all, since only engines
-    /// found close to the fastest get their other settings timed. (On the H200 a grouped
-    /// f32 NCHW layer's fastest engine, listed first with a setting that did not build,
-    /// went untimed in some runs and the pick was 2x slower.)
+    /// found close to the fastest get their other settings timed. (On the H200, eight of
+    /// the fourteen configurations mode A lists for a grouped f32 layer have notes a
+    /// no-TF32 call refuses, two engines' first two settings among them.)
     fn untimed(&mut self, i: usize) {
         if !self.staged || self.second_stage || !self.first.get(i).copied().unwrap_or(false) {
             return;
