@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 CONFIG = re.compile(
     r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
-    r"(?: from (\S+))? ->(\S+) runs(.*)"
+    r"(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
 )
 RUN = re.compile(r"(\d+)x([\d.]+)")
 HEURISTIC = re.compile(

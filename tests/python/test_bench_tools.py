@@ -1,0 +1,57 @@
+"""The benchmark tools that run without a GPU: `bench/schedule_sim.py` reads the measured
+tier's find traces (``CUDNN_RS_FIND_TRACE=1``) of every format the crate has printed."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def schedule_sim():
+    spec = importlib.util.spec_from_file_location(
+        "schedule_sim", BENCH / "schedule_sim.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["schedule_sim"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+# One row in each trace format: before the source was printed, with it, and with how
+# the trials ran (replayed or direct); a configuration that gave no time; the breakdown.
+TRACE = """\
+== row grp32_3x3_c256_28 n=32 f32 NCHW
+cudnn_rs find: heuristic CUDNN_HEUR_MODE_A: 14 configurations in 0.958 ms
+cudnn_rs find: engine 71 [k2=16, k13=0] from Some(CUDNN_HEUR_MODE_A) notes refused runs
+cudnn_rs find: engine 25 [k2=2, k3=0] build 0.010 ms ws 0 ->0.4879 runs 1x0.5174 3x0.4879
+cudnn_rs find: engine 0 build 0.018 ms ws 0 from Some(CUDNN_HEUR_MODE_A) ->0.4826 runs 1x0.4901
+cudnn_rs find: engine 1 build 0.020 ms ws 0 from Some(CUDNN_HEUR_MODE_FALLBACK) replayed ->0.2266 runs 1x0.2644 5x0.2266
+cudnn_rs find: engine 50 build 0.021 ms ws 32899200 from Some(CUDNN_HEUR_MODE_A) direct ->inf runs
+cudnn_rs find: refine: FindTiming { total: 42.65626ms, heuristics: 2.076893ms, builds: 134.955µs, trials: 38.930996ms, refine: 729ns } runs
+"""
+
+
+def test_schedule_sim_reads_every_trace_format(schedule_sim, tmp_path: Path) -> None:
+    path = tmp_path / "trace.txt"
+    path.write_text(TRACE)
+    [row] = schedule_sim.read_trace(str(path))
+    assert row.name == "grp32_3x3_c256_28 n=32 f32 NCHW"
+    assert row.heuristics == {"MODE_A": 0.958}
+    got = [(c.engine, c.knobs, c.source, c.best, c.runs) for c in row.configs]
+    assert got == [
+        (25, "[k2=2, k3=0]", "", 0.4879, [(1, 0.5174), (3, 0.4879)]),
+        (0, "", "MODE_A", 0.4826, [(1, 0.4901)]),
+        (1, "", "MODE_FALLBACK", 0.2266, [(1, 0.2644), (5, 0.2266)]),
+        (50, "", "MODE_A", math.inf, []),
+    ]
+    assert row.total_ms == pytest.approx(42.65626)
+    assert row.trials_ms == pytest.approx(38.930996)
+    assert row.refine_ms == pytest.approx(729e-6)
