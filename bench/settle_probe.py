@@ -4,9 +4,14 @@ in the measured tier's trials and ran at 0.23 ms afterwards, so runs where its t
 came out over 0.48 ms picked a 0.48 ms engine instead.
 
 Per row and engine (those `find_convolution_backward_data_engine` returns, fastest
-first): the time of each of the first calls (an event pair around every call) on the
-row's random operands, the same on zero operands (what the trials run on: scratch
-memory), and the steady time per call (`broad.Timer`) on both.
+first, with the find's time): the time of each of the first calls (an event pair around
+every call, so a call's host work shows too) and the steady time per call
+(`broad.Timer`, calls from the second on replayed as CUDA graphs) on the row's random
+operands, on zero operands (what the trials run on), with dx from cudnn_rs's pool (where
+the finds' scratch dx comes from) and with dx at an offset into a larger block; and the
+one-call API's steady time. On the H200 (2026-12-02) all of them agreed, and the finds,
+which then issued their trials directly, reported engines of many kernels 1.5-2.9x
+slower than they ran: the finds now time replayed calls too.
 
 Usage (GPU machine): python bench/settle_probe.py [--rows grp32_3x3_c256_28:f32 ...]
 [--calls 12] [--engines 4]
@@ -93,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("random", (w, dy, dxc)),
                 ("zeros", (zw, zdy, zdxc)),
                 ("pooldx", (w, dy, pool_dx)),
-                ("off2MB", (w, dy, off_dx)),
+                ("offset", (w, dy, off_dx)),
             )
             for what, ops in cases:
                 run = ours._explicit(ours.h, *ops, conv, e)
