@@ -10,7 +10,7 @@ every call, so a call's host work shows too) and the steady time per call
 operands, on zero operands (what the trials run on), with dx from cudnn_rs's pool (where
 the finds' scratch dx comes from) and with dx at an offset into a larger block; and the
 one-call API's steady time. On the H200 (2026-12-02) all of them agreed, and the finds,
-which then issued their trials directly, reported engines of many kernels 1.5-2.9x
+which then issued their trials directly, reported engines of many kernels 1.5-3x
 slower than they ran: the finds now time replayed calls too.
 
 Usage (GPU machine): python bench/settle_probe.py [--rows grp32_3x3_c256_28:f32 ...]
