@@ -996,34 +996,19 @@ fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [us
         random(n * c * m * h * wd),
         random(len),
     );
-    let p = pad as i64;
-    let params = ConvParams::new(
-        &[p, p],
-        &[1, 1],
-        &[dil as i64, dil as i64],
-        c as i64,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
+    let geo = depthwise_geometry([w_shape, y_shape, x_shape], pad, 1, dil, c);
     let nhwc = |alpha: f64, beta: f64, out: &mut [f32]| {
         let f = Format::Nhwc;
         convolution_backward_data_naive(&geo, f, f, f, alpha, &w_h, &dy_h, beta, out).unwrap();
     };
-    let dims = |s: [usize; 4]| s.map(|v| v as i32);
-    let w = Filter::<f32, NHWC, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NHWC).unwrap();
-    let dy = Tensor::<f32, NHWC, _, 4>::new(upload(&stream, &dy_h), dims(y_shape), NHWC).unwrap();
-    let mut dx =
-        Tensor::<f32, NHWC, _, 4>::new(upload(&stream, &dx0), dims(x_shape), NHWC).unwrap();
-    let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [pad as i32; 2],
-        [1; 2],
-        [dil as i32; 2],
-        c as u32,
-        ConvolutionMode::CrossCorrelation,
-        MathType::Fma,
-    )
-    .unwrap();
+    let (w, dy, mut dx) = typed_operands(
+        &stream,
+        NHWC,
+        (&w_h, w_shape),
+        (&dy_h, y_shape),
+        (&dx0, x_shape),
+    );
+    let conv = depthwise_conv(pad, 1, dil, c);
     let size = ctx
         .get_convolution_backward_data_workspace_size(
             w.descriptor(),
@@ -1084,6 +1069,67 @@ fn contexts_of_one_device_share_the_kernel_module_and_outlive_each_other() {
     depthwise_f32_nchw_default_on(&context(), 2, 7, 1, false);
 }
 
+/// A filter, dy and dx of f32 in layout `fmt`, uploaded from host data with their logical
+/// shapes.
+#[allow(clippy::type_complexity)]
+fn typed_operands<F: SupportedType<f32>>(
+    stream: &Arc<CudaStream>,
+    fmt: F,
+    (w, w_shape): (&[f32], [usize; 4]),
+    (dy, y_shape): (&[f32], [usize; 4]),
+    (dx, x_shape): (&[f32], [usize; 4]),
+) -> (
+    Filter<f32, F, CudaSlice<f32>, 4>,
+    Tensor<f32, F, CudaSlice<f32>, 4>,
+    Tensor<f32, F, CudaSlice<f32>, 4>,
+) {
+    let dims = |s: [usize; 4]| s.map(|v| v as i32);
+    (
+        Filter::new(upload(stream, w), dims(w_shape), fmt).unwrap(),
+        Tensor::new(upload(stream, dy), dims(y_shape), fmt).unwrap(),
+        Tensor::new(upload(stream, dx), dims(x_shape), fmt).unwrap(),
+    )
+}
+
+/// The reference's geometry of a square depthwise layer of `groups` channels, from the
+/// filter's, dy's and dx's shapes.
+fn depthwise_geometry(
+    [w, y, x]: [[usize; 4]; 3],
+    pad: usize,
+    stride: usize,
+    dil: usize,
+    groups: usize,
+) -> BwdDataGeometry {
+    let (p, s, d) = (pad as i64, stride as i64, dil as i64);
+    let params = ConvParams::new(
+        &[p, p],
+        &[s, s],
+        &[d, d],
+        groups as i64,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    BwdDataGeometry::new(&w, &y, &x, &params).unwrap()
+}
+
+/// The f32 convolution (no tensor cores) of a square depthwise layer of `groups` channels.
+fn depthwise_conv(
+    pad: usize,
+    stride: usize,
+    dil: usize,
+    groups: usize,
+) -> ConvolutionDescriptor<f32, 2> {
+    ConvolutionDescriptor::<f32, 2>::new(
+        [pad as i32; 2],
+        [stride as i32; 2],
+        [dil as i32; 2],
+        groups as u32,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap()
+}
+
 /// [`depthwise_f32_nchw_default_on`] on a new context.
 fn depthwise_f32_nchw_default(stride: usize, k: usize, dil: usize, twin: bool) {
     depthwise_f32_nchw_default_on(&context(), stride, k, dil, twin);
@@ -1115,16 +1161,7 @@ fn depthwise_f32_nchw_default_on(
         .map(|_| rng.random_range(-1.0..1.0))
         .collect();
     let dx0: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let (pad_i, stride_i, dil_i) = (pad as i64, stride as i64, dil as i64);
-    let params = ConvParams::new(
-        &[pad_i, pad_i],
-        &[stride_i, stride_i],
-        &[dil_i, dil_i],
-        c as i64,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
+    let geo = depthwise_geometry([w_shape, y_shape, x_shape], pad, stride, dil, c);
     let (alpha, beta) = (1.5f32, 0.5f32);
     let mut want = dx0.clone();
     naive_nchw(
@@ -1135,20 +1172,14 @@ fn depthwise_f32_nchw_default_on(
         f64::from(beta),
         &mut want,
     );
-    let dims = |s: [usize; 4]| s.map(|v| v as i32);
-    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
-    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), dims(y_shape), NCHW).unwrap();
-    let mut dx =
-        Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dx0), dims(x_shape), NCHW).unwrap();
-    let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [pad as i32; 2],
-        [stride as i32; 2],
-        [dil as i32; 2],
-        32,
-        ConvolutionMode::CrossCorrelation,
-        MathType::Fma,
-    )
-    .unwrap();
+    let (w, dy, mut dx) = typed_operands(
+        &stream,
+        NCHW,
+        (&w_h, w_shape),
+        (&dy_h, y_shape),
+        (&dx0, x_shape),
+    );
+    let conv = depthwise_conv(pad, stride, dil, c);
     let size = ctx
         .get_convolution_backward_data_workspace_size(
             w.descriptor(),
