@@ -818,12 +818,12 @@ impl CudnnContext {
             return Ok(None);
         };
         let (lib, handle) = (self.lib, self.as_raw());
-        let issue = |s: cudarc::driver::sys::CUstream| {
-            // SAFETY: the handle is live; `s` is this context's private stream.
-            let set = unsafe { (lib.api.cudnnSetStream)(handle, s.cast()) };
+        let call = || {
             // SAFETY: the plan's problem's addresses (this function's contract).
-            set == 0 && unsafe { graph::execute(lib, handle, plan, ptrs) }.is_ok_and(|c| c == 0)
+            unsafe { graph::execute(lib, handle, plan, ptrs) }
+                .unwrap_or(CudnnError::InternalError.code())
         };
+        let issue = |s: cudarc::driver::sys::CUstream| self.issue_on(s, &call);
         // SAFETY: `side` is this context's live private stream; `issue` only enqueues the
         // call there.
         let exec = unsafe { crate::replay::capture_owned(side, issue) };

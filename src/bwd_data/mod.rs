@@ -248,6 +248,19 @@ impl CudnnContext {
         }
     }
 
+    /// Points cuDNN at `s` (this context's private stream, for a capture there) and
+    /// enqueues `call` on it; whether both succeeded. The caller points cuDNN back at the
+    /// context's stream ([`Self::apply_stream`]).
+    pub(crate) fn issue_on(
+        &self,
+        s: cudarc::driver::sys::CUstream,
+        call: &dyn Fn() -> u32,
+    ) -> bool {
+        // SAFETY: the handle is live; `s` is a stream of this context (the caller's word).
+        let set = unsafe { (self.lib.api.cudnnSetStream)(self.as_raw(), s.cast()) };
+        set == 0 && call() == 0
+    }
+
     /// [`Self::replay_or_capture`] for a call whose key the caller has: `matches` tells
     /// whether a cached key is the call's, `make` makes it.
     ///
@@ -262,12 +275,7 @@ impl CudnnContext {
         beta: f64,
         call: &dyn Fn() -> u32,
     ) -> Result<bool> {
-        let (api, handle) = (&self.lib.api, self.as_raw());
-        let issue = |s: cudarc::driver::sys::CUstream| {
-            // SAFETY: the handle is live; `s` is this context's private stream.
-            let set = unsafe { (api.cudnnSetStream)(handle, s.cast()) };
-            set == 0 && call() == 0
-        };
+        let issue = |s: cudarc::driver::sys::CUstream| self.issue_on(s, call);
         // SAFETY: the stream is this context's; the key is the call's problem, route and
         // math type, the addresses and scalars are compared by the cache, and they are
         // valid now (this function's contract); `issue` only points cuDNN at the stream it
