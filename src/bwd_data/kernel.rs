@@ -46,14 +46,19 @@ impl CudnnContext {
             .then(|| Twin::in_format(p, Format::Nchw).zip(Twin::in_format(p, Format::Nhwc)))
             .flatten();
         let target = copies.as_ref().map_or(*p, |(nchw, _)| nchw.problem(p.conv));
-        let Some(plan) = DirectPlan::of(&target, self.benchmark.get()) else {
+        // Decided: the kernel does not run `p`.
+        let refused = || {
             self.directs.borrow_mut().insert(*key, None);
-            return None;
+            None
         };
+        let Some(plan) = DirectPlan::of(&target, self.benchmark.get()) else {
+            return refused();
+        };
+        // A plan loading several channels at a time has one loading one, for operands not
+        // aligned to them.
         let scalar = if plan.align > target.dx.dtype().size() as u64 {
             let Some(scalar) = DirectPlan::one_channel(&target) else {
-                self.directs.borrow_mut().insert(*key, None);
-                return None;
+                return refused();
             };
             Some(scalar)
         } else {
@@ -71,13 +76,10 @@ impl CudnnContext {
         {
             return None;
         }
-        // A plan loading several channels at a time has one loading one, for operands
-        // not aligned to them.
         let one_channel = match scalar {
             Some(scalar) => {
                 let Some(function) = self.kernel(&scalar.entry) else {
-                    self.directs.borrow_mut().insert(*key, None);
-                    return None;
+                    return refused();
                 };
                 Some((scalar, function))
             }
