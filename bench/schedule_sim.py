@@ -26,6 +26,11 @@ row is that pick's traced best time over the fastest traced configuration's.
     ... --max-trials 2                  # at most this many trials a configuration
     ... --refine                        # count the refine stage as exact (the fastest
                                         # of the up to three within 15%)
+    ... --screen --screen-ms 0.1        # where a configuration's one call after its
+                                        # warm-up lasts 0.1 ms, that call alone; the
+                                        # refine stage (exact) picks among the close ones
+    ... --warm-cut 1.5 --warm-cut-ms 0.1  # no timed call after a warm-up 1.5 times the
+                                        # fastest, once the fastest lasts 0.1 ms
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's
@@ -160,8 +165,22 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
         runs = c.runs
         if other_setting and args.setting_warm_spread and runs:
             warm = runs[0][1]
-            if warm > args.setting_warm_spread * fastest:
+            if (
+                warm > args.setting_warm_spread * fastest
+                and fastest >= args.warm_cut_ms
+            ):
                 runs = runs[:1]
+        if (
+            args.warm_cut
+            and runs
+            and fastest >= args.warm_cut_ms
+            and runs[0][1] > args.warm_cut * fastest
+        ):
+            # No timed call after a warm-up this many times the fastest.
+            runs = runs[:1]
+        if args.screen and len(runs) > 1 and runs[1][1] >= args.screen_ms:
+            # The warm-up and one timed call; the close ones get the refine stage.
+            runs = runs[:2]
         if args.max_trials:
             # At most this many trials after the warm-up and the sizing call.
             runs = runs[: 2 + args.max_trials]
@@ -197,6 +216,21 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
         if best < fastest:
             fastest = best
             pick = c
+    if args.screen and kept:
+        # Screened: the up to --refine-top within --refine-spread of the fastest by their
+        # one call are timed again (three trials each of enough calls to last 0.25 ms),
+        # taken as exact.
+        kept.sort(key=lambda bc: bc[0])
+        close = [
+            c
+            for b, c in kept[: args.refine_top]
+            if b <= args.refine_spread * kept[0][0]
+        ]
+        calls = max(1, min(50, math.ceil(0.25 / max(kept[0][0], 1e-6))))
+        if len(close) > 1:  # (the crate refines nothing for one close plan)
+            cost += sum(3 * (calls * c.best + args.sync_ms) for c in close)
+        pick = min(close, key=lambda c: c.best)
+        return cost, pick, timed
     if args.refine and kept:
         # The refine stage, taken as exact: the fastest by the traced time of the up to
         # three kept within 15% of the kept fastest.
@@ -221,6 +255,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-trials", type=int, default=0)
     ap.add_argument(
         "--refine", action="store_true", help="count the refine stage as exact"
+    )
+    ap.add_argument(
+        "--screen",
+        action="store_true",
+        help="one timed call a configuration, then the refine stage (taken as exact)",
+    )
+    ap.add_argument(
+        "--screen-ms",
+        type=float,
+        default=0.0,
+        help="screen only configurations whose one call lasts this long",
+    )
+    ap.add_argument("--refine-top", type=int, default=3)
+    ap.add_argument("--refine-spread", type=float, default=1.15)
+    ap.add_argument(
+        "--warm-cut",
+        type=float,
+        default=0.0,
+        help="no timed call after a warm-up this many times the fastest",
+    )
+    ap.add_argument(
+        "--warm-cut-ms",
+        type=float,
+        default=0.0,
+        help="--warm-cut only once the fastest call lasts this long",
     )
     ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument(
@@ -262,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             "no_second_stage": False,
             "single_call_ms": 0.0,
             "refine_under_ms": 0.0,
+            "screen": False,
+            "warm_cut": 0.0,
         }
     )
     torch_first: dict[tuple[str, ...], tuple[float, float]] = {}

@@ -69,6 +69,23 @@ const SETTING_SPREAD: f32 = 1.3;
 /// ... when that call is long enough (in milliseconds) for one call to tell: a shorter one
 /// is within the timer's and the launch's noise.
 const SETTING_SCREEN_MS: f32 = 0.05;
+/// A configuration whose one timed call after its warm-up lasts this many milliseconds is
+/// timed by that call alone: the refine stage ([`CudnnContext::refine`]) times the close
+/// ones again. On the H200 a call this long came within 1-9% of its best trial, and
+/// replaying three sessions' traces of the broad suite (`bench/schedule_sim.py --screen
+/// --screen-ms 0.1`, 345 first sights) changed no pick by more than 1% while the trials
+/// took 12-24% less time; the stem's trials had spent 9-11 calls on each configuration.
+const SCREEN_MS: f32 = 0.1;
+/// Once the fastest call so far lasts [`SCREEN_MS`], a configuration whose warm-up call
+/// takes this many times the fastest gets no timed call. In the same replay
+/// (`--warm-cut 1.5 --warm-cut-ms 0.1`) no pick changed; the slowest warm-up of a
+/// configuration that went on to win was 1.4x its best call.
+const WARM_CUT_SPREAD: f32 = 1.5;
+/// A plan whose host time to issue one call is at least this fraction of the call's time
+/// on the GPU is timed replayed (see [`Runner`]): issued directly, back-to-back calls would
+/// wait on the host. One that issues faster keeps the GPU busy, and is timed directly
+/// (a capture costs 0.2-1.5 ms).
+const HOST_BOUND: f32 = 0.5;
 
 /// How a trial runs a plan: directly, or one call of it captured into a CUDA graph and
 /// launched as one, as a repeated call runs (see [`crate::replay`]).
@@ -80,10 +97,48 @@ const SETTING_SCREEN_MS: f32 = 0.05;
 /// engine of 0.48 ms over it), and 0.227 ms replayed, its kernels' own time
 /// (`bench/settle_probe.py`). Timed as they run, the trials rank
 /// the plans by what calls cost once they repeat. Calls on new addresses each time run
-/// directly and pay the launches.
+/// directly and pay the launches. A plan whose calls the host issues well within their GPU
+/// time ([`HOST_BOUND`]) runs alike either way, and is timed directly.
 enum Runner<'a> {
     Direct(&'a Plan),
     Graph(&'a crate::replay::OwnedExec),
+}
+
+/// One timed run of calls back to back: the GPU's time per call (by events) and the
+/// host's time per call to issue them.
+#[derive(Clone, Copy, Debug)]
+struct Calls {
+    ms: f32,
+    host_ms: f32,
+}
+
+impl Calls {
+    /// Whether issuing the calls kept up with the GPU only barely or not at all
+    /// ([`HOST_BOUND`]): then back-to-back direct calls time the host, not the plan.
+    fn host_bound(self) -> bool {
+        self.host_ms >= HOST_BOUND * self.ms
+    }
+}
+
+/// A configuration timed in a find: its engine (with its time), notes and plan, and
+/// whether its trials replayed it (see [`Runner`]).
+struct Found {
+    engine: Engine,
+    notes: graph::Notes,
+    plan: std::rc::Rc<Plan>,
+    replay: bool,
+}
+
+/// Whether a configuration whose warm-up call took `warm_ms` is worth a timed call, the
+/// fastest so far taking `fastest` ms: not [`TAIL_SPREAD`] times slower, nor, once calls
+/// are long enough for one to tell ([`SCREEN_MS`]), [`WARM_CUT_SPREAD`] times.
+fn worth_a_call(warm_ms: f32, fastest: f32) -> bool {
+    let spread = if fastest >= SCREEN_MS {
+        WARM_CUT_SPREAD
+    } else {
+        TAIL_SPREAD
+    };
+    warm_ms <= spread * fastest
 }
 
 std::thread_local! {
@@ -497,12 +552,12 @@ impl CudnnContext {
     /// every other engine (those that fit the descriptor's math type, `deterministic_only`
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
-    /// inputs (one warm-up run, then the best of three trials of up to five calls, enough
-    /// to last 1 ms; an engine ten times slower than the fastest so far on its warm-up is
-    /// not run again, and one twice as slow on a trial gets no more trials; the up to
-    /// three within 15% of the fastest are then timed again in turns, in trials of at
-    /// least 0.25 ms), writing into a
-    /// scratch `dx`. Fastest first.
+    /// inputs (one warm-up run, then one call, which stands as the time where it lasts
+    /// 0.1 ms, else the best of three trials of up to five calls, enough to last 1 ms; an
+    /// engine ten times slower than the fastest so far on its warm-up (1.5 times, once the
+    /// fastest call lasts 0.1 ms) is not run again, and one twice as slow on a trial gets
+    /// no more trials; the up to three within 15% of the fastest are then timed again in
+    /// turns, in trials of at least 0.25 ms), writing into a scratch `dx`. Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -587,11 +642,12 @@ impl CudnnContext {
     }
 
     /// Builds up to `limit` of the engine configurations `sources` list that pass `accept`
-    /// and fit `max_workspace`, and times each on the given inputs (one warm-up, then the
-    /// best of up to three trials of up to five calls; the close contenders again, see
-    /// [`Self::refine`]) into a scratch `dx`, until `budget` runs out; fastest first. Each
-    /// call is one captured call replayed, as repeated calls run (see [`Runner`]), where
-    /// replay is on.
+    /// and fit `max_workspace`, and times each on the given inputs (one warm-up, one call,
+    /// then, unless that call lasts [`SCREEN_MS`], the best of up to three trials of up to
+    /// five calls; the close contenders again, see [`Self::refine`]) into a scratch `dx`,
+    /// until `budget` runs out; fastest first. A plan the host cannot issue well within
+    /// its GPU time ([`HOST_BOUND`]) is timed as one captured call replayed, as repeated
+    /// calls run (see [`Runner`]), where replay is on.
     /// The configurations are taken in their order, or, `staged`, in two stages: first
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
@@ -631,7 +687,7 @@ impl CudnnContext {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
         let mut workspace: Option<CudaSlice<u8>> = None;
-        let mut found: Vec<(Engine, graph::Notes, std::rc::Rc<Plan>)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         let mut fastest = f32::INFINITY;
         let (mut timed, mut left_out) = (0usize, 0usize);
         let ranked: Vec<bool> = configs
@@ -654,8 +710,8 @@ impl CudnnContext {
             let close = || {
                 found
                     .iter()
-                    .filter(|f| f.0.time() <= STAGE_SPREAD * fastest)
-                    .map(|f| f.0.config().index())
+                    .filter(|f| f.engine.time() <= STAGE_SPREAD * fastest)
+                    .map(|f| f.engine.config().index())
                     .collect()
             };
             let Some(i) = schedule.next(close) else {
@@ -711,28 +767,49 @@ impl CudnnContext {
                 workspace: ws,
             };
             timed += 1;
-            // The capture counts with the trials it serves.
+            // A capture counts with the trials it serves.
             let running = std::time::Instant::now();
+            // A warm-up call, then one call issued directly, which also tells whether the
+            // host keeps up with the plan's calls: where not, the plan is captured and
+            // timed replayed (see `Runner`). Then up to three trials of calls back to back
+            // (see `trial_time`): the best trial's mean, or the one call where it is long
+            // enough (SCREEN_MS). TAIL_SPREAD times slower than the fastest so far even
+            // counting its warm-up (or WARM_CUT_SPREAD times, once calls are long): not
+            // worth a timed call (and, staged, the end of the first stage); a trial
+            // CONTENDER_SPREAD times the fastest, or another setting's first call
+            // SETTING_SPREAD times: not worth more (this keeps a first sight cheap).
+            let direct = Runner::Direct(&plan);
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
-            let captured = unsafe { self.capture_trial(&plan, &ptrs)? };
-            let runner = captured
-                .as_ref()
-                .map_or(Runner::Direct(&plan), Runner::Graph);
-            // A warm-up call, then up to three trials of calls back to back (see
-            // `trial_time`): the best trial's mean. TAIL_SPREAD times slower than the
-            // fastest so far even counting its warm-up: not worth a trial (and, staged,
-            // the end of the first stage); a trial CONTENDER_SPREAD times the fastest, or
-            // another setting's first call SETTING_SPREAD times: not worth more (this
-            // keeps a first sight cheap).
-            // SAFETY: w and dy per the caller; dx and the workspace were allocated above
-            // with the sizes the graph and this plan need.
-            let warm = unsafe { self.time_calls(&runner, &ptrs, 1, (&start, &end))? };
-            let mut best = warm.unwrap_or(f32::INFINITY);
-            if warm.is_some_and(|warm| warm <= TAIL_SPREAD * fastest) {
-                let screen = schedule.is_other_setting(i);
+            let warm = unsafe { self.time_calls(&direct, &ptrs, 1, (&start, &end))? };
+            let mut best = warm.map_or(f32::INFINITY, |c| c.ms);
+            let mut captured = None;
+            if warm.is_some_and(|w| worth_a_call(w.ms, fastest)) {
                 // SAFETY: as above.
-                best = unsafe { self.trial_time(&runner, &ptrs, (&start, &end), fastest, screen)? };
+                let first = unsafe { self.time_calls(&direct, &ptrs, 1, (&start, &end))? };
+                let screen = schedule.is_other_setting(i);
+                best = match first {
+                    None => f32::INFINITY,
+                    Some(first) if first.host_bound() => {
+                        // SAFETY: as above.
+                        captured = unsafe { self.capture_trial(&plan, &ptrs)? };
+                        let runner = captured.as_ref().map_or(direct, Runner::Graph);
+                        // SAFETY: as above; a graph was captured on these addresses.
+                        unsafe { self.trial_time(&runner, &ptrs, (&start, &end), fastest, screen)? }
+                    }
+                    Some(first) => {
+                        // SAFETY: as above.
+                        unsafe {
+                            self.trial_time_after(
+                                &direct,
+                                &ptrs,
+                                (&start, &end),
+                                (fastest, screen),
+                                first.ms,
+                            )?
+                        }
+                    }
+                };
             }
             // (No-ops in an exhaustive schedule; the first in the second stage, the second
             // in the first.)
@@ -766,13 +843,19 @@ impl CudnnContext {
             }
             if best.is_finite() {
                 let notes = plan.notes;
-                found.push((plan.engine().with_time(best), notes, plan));
+                let replay = captured.is_some();
+                found.push(Found {
+                    engine: plan.engine().with_time(best),
+                    notes,
+                    plan,
+                    replay,
+                });
             } else {
                 schedule.untimed(i);
             }
         }
         self.last_find.set((timed, left_out));
-        found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
+        found.sort_by(|a, b| a.engine.time().total_cmp(&b.engine.time()));
         let refining = std::time::Instant::now();
         if budget.is_none_or(|b| started.elapsed() <= b) {
             let ws = workspace.as_mut().map(|ws| {
@@ -796,7 +879,7 @@ impl CudnnContext {
         if tracing() {
             trace_line(&format!("refine: {timing:?}"));
         }
-        Ok(found.into_iter().map(|(e, notes, _)| (e, notes)).collect())
+        Ok(found.into_iter().map(|f| (f.engine, f.notes)).collect())
     }
 
     /// One call of `plan` on `ptrs` captured into a CUDA graph, for trials that time it as
@@ -831,13 +914,9 @@ impl CudnnContext {
         Ok(exec)
     }
 
-    /// A plan's time in a measurement, after its warm-up call: the best of three trials of
-    /// calls back to back. The first trial is one call, which sizes the others
-    /// ([`calls_per_trial`]); where they take more calls, that one call (within the
-    /// timer's noise for a small problem) counts only to rule the plan out. A trial
-    /// [`CONTENDER_SPREAD`] times `fastest` ends the trials: the plan is no contender;
-    /// with `screen`, so does a first call of at least [`SETTING_SCREEN_MS`] that is
-    /// [`SETTING_SPREAD`] times `fastest`. Infinity when a call fails.
+    /// A plan's time in a measurement, after its warm-up call: as
+    /// [`Self::trial_time_after`] after one more call, which sizes the trials. A captured
+    /// graph gets a launch of its own first (its first launch also uploads it).
     ///
     /// # Safety
     /// As [`Self::time_calls`].
@@ -849,12 +928,43 @@ impl CudnnContext {
         fastest: f32,
         screen: bool,
     ) -> Result<f32> {
-        let no_contender = |ms: f32| ms.is_finite() && ms > CONTENDER_SPREAD * fastest;
+        if matches!(plan, Runner::Graph(_)) {
+            // SAFETY: the caller's contract.
+            if unsafe { self.time_calls(plan, ptrs, 1, events)? }.is_none() {
+                return Ok(f32::INFINITY);
+            }
+        }
         // SAFETY: the caller's contract.
         let Some(first) = (unsafe { self.time_calls(plan, ptrs, 1, events)? }) else {
             return Ok(f32::INFINITY);
         };
-        if screen && first >= SETTING_SCREEN_MS && first > SETTING_SPREAD * fastest {
+        // SAFETY: the caller's contract.
+        unsafe { self.trial_time_after(plan, ptrs, events, (fastest, screen), first.ms) }
+    }
+
+    /// A plan's time in a measurement, after its warm-up call and one more call that took
+    /// `first` ms: that call's time where it lasts [`SCREEN_MS`] (the refine stage times
+    /// the close plans again), else the best of three trials of calls back to back, as
+    /// many as [`calls_per_trial`] gives for `first` (where that is more than one, the
+    /// one call counts only to rule the plan out). A trial [`CONTENDER_SPREAD`] times
+    /// `fastest` ends the trials: the plan is no contender; with `screen`, so does a first
+    /// call of at least [`SETTING_SCREEN_MS`] that is [`SETTING_SPREAD`] times `fastest`.
+    /// Infinity when a call fails.
+    ///
+    /// # Safety
+    /// As [`Self::time_calls`].
+    unsafe fn trial_time_after(
+        &self,
+        plan: &Runner<'_>,
+        ptrs: &RawPointers,
+        events: (&CudaEvent, &CudaEvent),
+        (fastest, screen): (f32, bool),
+        first: f32,
+    ) -> Result<f32> {
+        let no_contender = |ms: f32| ms.is_finite() && ms > CONTENDER_SPREAD * fastest;
+        if first >= SCREEN_MS
+            || (screen && first >= SETTING_SCREEN_MS && first > SETTING_SPREAD * fastest)
+        {
             return Ok(first);
         }
         let calls = calls_per_trial(first);
@@ -866,17 +976,17 @@ impl CudnnContext {
         let mut trials = usize::from(calls == 1);
         while trials < 3 && !no_contender(best) {
             // SAFETY: the caller's contract.
-            let Some(ms) = (unsafe { self.time_calls(plan, ptrs, calls, events)? }) else {
+            let Some(run) = (unsafe { self.time_calls(plan, ptrs, calls, events)? }) else {
                 return Ok(f32::INFINITY);
             };
-            best = best.min(ms);
+            best = best.min(run.ms);
             trials += 1;
         }
         Ok(best)
     }
 
-    /// The mean time per call of `calls` calls of a plan back to back, by events; `None`
-    /// when a call fails.
+    /// The mean time per call of `calls` calls of a plan back to back, by events, and the
+    /// host's time to issue them; `None` when a call fails.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for the plan's problem and workspace, and
@@ -887,9 +997,10 @@ impl CudnnContext {
         ptrs: &RawPointers,
         calls: usize,
         (start, end): (&CudaEvent, &CudaEvent),
-    ) -> Result<Option<f32>> {
+    ) -> Result<Option<Calls>> {
         start.record(&self.stream)?;
         let mut code = 0;
+        let issuing = std::time::Instant::now();
         for _ in 0..calls {
             code = match runner {
                 // SAFETY: the caller's contract.
@@ -908,17 +1019,21 @@ impl CudnnContext {
                 break;
             }
         }
+        let issued = issuing.elapsed();
         end.record(&self.stream)?;
         if code != 0 {
             return Ok(None);
         }
         end.synchronize()?;
         #[allow(clippy::cast_precision_loss)] // at most REFINE_MAX_CALLS calls
-        let ms = start.elapsed_ms(end)? / calls as f32;
+        let (ms, host_ms) = (
+            start.elapsed_ms(end)? / calls as f32,
+            (issued.as_secs_f64() * 1e3 / calls as f64) as f32,
+        );
         if tracing() {
             RUNS.with(|r| r.borrow_mut().push((calls, ms)));
         }
-        Ok(Some(ms))
+        Ok(Some(Calls { ms, host_ms }))
     }
 
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
@@ -933,31 +1048,31 @@ impl CudnnContext {
     /// more workspace than `ptrs` has is skipped).
     unsafe fn refine(
         &self,
-        found: &mut [(Engine, graph::Notes, std::rc::Rc<Plan>)],
+        found: &mut [Found],
         ptrs: &RawPointers,
         events: (&CudaEvent, &CudaEvent),
     ) -> Result<()> {
-        let Some(fastest) = found.first().map(|f| f.0.time()) else {
+        let Some(fastest) = found.first().map(|f| f.engine.time()) else {
             return Ok(());
         };
         let close = found
             .iter()
             .take(REFINE_TOP)
-            .take_while(|f| f.0.time() <= fastest * REFINE_SPREAD)
+            .take_while(|f| f.engine.time() <= fastest * REFINE_SPREAD)
             .count();
         if close < 2 || fastest.is_nan() || fastest <= 0.0 {
             return Ok(());
         }
         let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
         let mut best = [f32::INFINITY; REFINE_TOP];
-        // Each plan captured again on these addresses (the workspace may have grown since
-        // its trials), where it was then.
+        // Each plan whose trials replayed it captured again on these addresses (the
+        // workspace may have grown since its trials).
         let mut captured = Vec::with_capacity(close);
         for f in found.iter().take(close) {
-            let fits = f.2.workspace <= ptrs.workspace.1;
-            let graph = if fits {
+            let fits = f.plan.workspace <= ptrs.workspace.1;
+            let graph = if fits && f.replay {
                 // SAFETY: the caller's contract; the workspace is large enough.
-                unsafe { self.capture_trial(&f.2, ptrs)? }
+                unsafe { self.capture_trial(&f.plan, ptrs)? }
             } else {
                 None
             };
@@ -965,23 +1080,23 @@ impl CudnnContext {
         }
         for _ in 0..3 {
             for ((f, b), g) in found.iter().zip(best.iter_mut()).zip(&captured).take(close) {
-                if f.2.workspace > ptrs.workspace.1 {
+                if f.plan.workspace > ptrs.workspace.1 {
                     continue; // the workspace was given up (out of memory) after its time
                 }
-                let runner = g.as_ref().map_or(Runner::Direct(&f.2), Runner::Graph);
+                let runner = g.as_ref().map_or(Runner::Direct(&f.plan), Runner::Graph);
                 // SAFETY: the caller's contract; the workspace is large enough (above), and
                 // a graph was captured on these addresses just above.
-                if let Some(ms) = unsafe { self.time_calls(&runner, ptrs, calls, events)? } {
-                    *b = b.min(ms);
+                if let Some(run) = unsafe { self.time_calls(&runner, ptrs, calls, events)? } {
+                    *b = b.min(run.ms);
                 }
             }
         }
         for (f, t) in found.iter_mut().zip(best).take(close) {
             if t.is_finite() {
-                f.0 = f.0.with_time(t);
+                f.engine = f.engine.with_time(t);
             }
         }
-        found.sort_by(|a, b| a.0.time().total_cmp(&b.0.time()));
+        found.sort_by(|a, b| a.engine.time().total_cmp(&b.engine.time()));
         Ok(())
     }
 
@@ -1081,6 +1196,44 @@ mod tests {
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
         let mut s = Schedule::new(engines.to_vec(), staged);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
+    }
+
+    #[test]
+    fn a_slow_warm_up_rules_a_plan_out_sooner_once_calls_are_long() {
+        use super::{worth_a_call, SCREEN_MS, TAIL_SPREAD, WARM_CUT_SPREAD};
+        // Short calls: only TAIL_SPREAD times the fastest rules a plan out.
+        let short = SCREEN_MS / 4.0;
+        assert!(worth_a_call(3.0 * short, short));
+        assert!(!worth_a_call(1.01 * TAIL_SPREAD * short, short));
+        // Long calls: WARM_CUT_SPREAD times does.
+        let long = 4.0 * SCREEN_MS;
+        assert!(worth_a_call(1.4 * long, long));
+        assert!(!worth_a_call(1.01 * WARM_CUT_SPREAD * long, long));
+        // Nothing timed yet: every plan gets its call.
+        assert!(worth_a_call(1e6, f32::INFINITY));
+        assert!(!worth_a_call(f32::NAN, long));
+    }
+
+    #[test]
+    fn a_call_the_host_issues_in_about_its_gpu_time_is_host_bound() {
+        use super::{Calls, HOST_BOUND};
+        let gpu = 0.4;
+        assert!(!Calls {
+            ms: gpu,
+            host_ms: 0.02
+        }
+        .host_bound());
+        assert!(Calls {
+            ms: gpu,
+            host_ms: HOST_BOUND * gpu
+        }
+        .host_bound());
+        // Host-bound: the GPU waited for the host, so its time is the host's.
+        assert!(Calls {
+            ms: 0.33,
+            host_ms: 0.31
+        }
+        .host_bound());
     }
 
     #[test]

@@ -443,9 +443,10 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (best of three trials after a warm-up, each of up to five calls, enough
-    /// to last 1 ms; fewer for one twice as slow as the fastest; the up to three within
-    /// 15% of the fastest again, in turns, in trials of at least 0.25 ms) into a
+    /// times each (after a warm-up, one call where it lasts 0.1 ms, else the best of
+    /// three trials of up to five calls, enough to last 1 ms; fewer for one twice as slow
+    /// as the fastest; the up to three within 15% of the fastest again, in turns, in
+    /// trials of at least 0.25 ms) into a
     /// scratch `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).

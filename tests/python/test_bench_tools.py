@@ -3,6 +3,7 @@ tier's find traces (``CUDNN_RS_FIND_TRACE=1``) of every format the crate has pri
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import sys
@@ -55,3 +56,63 @@ def test_schedule_sim_reads_every_trace_format(schedule_sim, tmp_path: Path) -> 
     assert row.total_ms == pytest.approx(42.65626)
     assert row.trials_ms == pytest.approx(38.930996)
     assert row.refine_ms == pytest.approx(729e-6)
+
+
+SCREENED = """\
+== row stem7x7s2_c3_224 n=32 f16 NHWC
+cudnn_rs find: engine 46 build 0.01 ms ws 0 from Some(CUDNN_HEUR_MODE_A) ->0.49 runs 1x0.57 1x0.50 2x0.49
+cudnn_rs find: engine 73 build 0.01 ms ws 0 from Some(CUDNN_HEUR_MODE_A) ->0.42 runs 1x0.44 1x0.52 3x0.42
+cudnn_rs find: engine 2 build 0.01 ms ws 0 from Some(CUDNN_HEUR_MODE_A) ->0.40 runs 1x1.90 1x0.40
+"""
+
+
+def test_schedule_sim_screens_long_calls_and_cuts_slow_warm_ups(
+    schedule_sim, tmp_path: Path
+) -> None:
+    path = tmp_path / "trace.txt"
+    path.write_text(SCREENED)
+    [row] = schedule_sim.read_trace(str(path))
+
+    def ns(**kw: float) -> argparse.Namespace:
+        base = dict(
+            drop_source="",
+            fallback_min_engines=0,
+            setting_warm_spread=0.0,
+            max_configs=0,
+            tail_spread=0.0,
+            contender_spread=0.0,
+            max_trials=0,
+            setting_tail_spread=0.0,
+            budget=0.0,
+            no_second_stage=False,
+            single_call_ms=0.0,
+            refine_under_ms=0.0,
+            refine=False,
+            screen=False,
+            screen_ms=0.0,
+            refine_top=3,
+            refine_spread=1.15,
+            warm_cut=0.0,
+            warm_cut_ms=0.0,
+            sync_ms=0.0,
+        )
+        base.update(kw)
+        return argparse.Namespace(**base)
+
+    # As traced: every run counts; the fastest by its best run is engine 2.
+    cost, pick, timed = schedule_sim.simulate(row, ns())
+    assert (pick.engine, timed) == (2, 3)
+    assert cost == pytest.approx(0.57 + 0.50 + 0.98 + 0.44 + 0.52 + 1.26 + 1.90 + 0.40)
+    # Screened: the warm-up and one call each (0.50, 0.52, 0.40); only engine 2 is within
+    # 15% of the fastest, so the refine stage has nothing to compare; the two calls each
+    # and no refine cost.
+    cost, pick, _ = schedule_sim.simulate(row, ns(screen=True, screen_ms=0.1))
+    assert pick.engine == 2
+    assert cost == pytest.approx(0.57 + 0.50 + 0.44 + 0.52 + 1.90 + 0.40)
+    # A warm-up 1.5 times the fastest so far gets no timed call: engine 2's 1.90 against
+    # 0.50 rules it out; engines 46 and 73 (0.50, 0.52) are close, and the refine stage
+    # picks the faster by its traced best: engine 73.
+    _, pick, _ = schedule_sim.simulate(
+        row, ns(screen=True, screen_ms=0.1, warm_cut=1.5, warm_cut_ms=0.1)
+    )
+    assert pick.engine == 73
