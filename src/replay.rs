@@ -277,6 +277,20 @@ pub(crate) unsafe fn capture(
     side: sys::CUstream,
     call: impl FnOnce(sys::CUstream) -> bool,
 ) -> Option<sys::CUgraphExec> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { capture_if(side, call, |_| true) }
+}
+
+/// [`capture`], instantiated only where `keep` accepts the captured graph's node count
+/// (instantiating costs far more than capturing).
+///
+/// # Safety
+/// As [`capture`].
+unsafe fn capture_if(
+    side: sys::CUstream,
+    call: impl FnOnce(sys::CUstream) -> bool,
+    keep: impl FnOnce(usize) -> bool,
+) -> Option<sys::CUgraphExec> {
     let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     // SAFETY: `side` is a live stream (caller's contract).
     if unsafe { sys::cuStreamBeginCapture_v2(side, mode) } != sys::cudaError_enum::CUDA_SUCCESS {
@@ -289,9 +303,15 @@ pub(crate) unsafe fn capture(
     if graph.is_null() {
         return None;
     }
+    let mut nodes = 0usize;
+    // SAFETY: `graph` is the captured graph; with no array given, only the count is
+    // written.
+    let counted = unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &raw mut nodes) };
     let mut exec: sys::CUgraphExec = std::ptr::null_mut();
     let ok = issued
         && ended == sys::cudaError_enum::CUDA_SUCCESS
+        && counted == sys::cudaError_enum::CUDA_SUCCESS
+        && keep(nodes)
         // SAFETY: `graph` is the captured graph; `exec` receives one executable graph.
         && unsafe { sys::cuGraphInstantiateWithFlags(&raw mut exec, graph, 0) }
             == sys::cudaError_enum::CUDA_SUCCESS;
@@ -342,16 +362,18 @@ impl Drop for OwnedExec {
     }
 }
 
-/// [`capture`], the graph owned by the result.
+/// [`capture`], the graph owned by the result; `None` also where `keep` refuses the
+/// captured graph's node count (it is then not instantiated).
 ///
 /// # Safety
 /// As [`capture`].
 pub(crate) unsafe fn capture_owned(
     side: sys::CUstream,
     call: impl FnOnce(sys::CUstream) -> bool,
+    keep: impl FnOnce(usize) -> bool,
 ) -> Option<OwnedExec> {
     // SAFETY: forwarded from this function's contract.
-    unsafe { capture(side, call) }.map(OwnedExec)
+    unsafe { capture_if(side, call, keep) }.map(OwnedExec)
 }
 
 fn destroy_exec(exec: sys::CUgraphExec) {

@@ -83,8 +83,12 @@ const SCREEN_MS: f32 = 0.1;
 const WARM_CUT_SPREAD: f32 = 1.5;
 /// A plan whose host time to issue one call is at least this fraction of the call's time
 /// on the GPU is timed replayed (see [`Runner`]): issued directly, back-to-back calls would
-/// wait on the host. One that issues faster keeps the GPU busy, and is timed directly
-/// (a capture costs 0.2-1.5 ms).
+/// wait on the host. A one-kernel plan that issues faster keeps the GPU busy, and is
+/// timed directly (instantiating a capture costs 0.2-1.5 ms). Plans of several kernels
+/// are replayed whatever the host's time, since the GPU also idles between the kernels of
+/// a direct call (on the H200 the grouped f32 NCHW row's engine 1 took 0.33 ms issued
+/// directly and 0.227 ms replayed; timed by the host test alone, the row picked a
+/// 0.49 ms engine).
 const HOST_BOUND: f32 = 0.5;
 
 /// How a trial runs a plan: directly, or one call of it captured into a CUDA graph and
@@ -97,8 +101,11 @@ const HOST_BOUND: f32 = 0.5;
 /// engine of 0.48 ms over it), and 0.227 ms replayed, its kernels' own time
 /// (`bench/settle_probe.py`). Timed as they run, the trials rank
 /// the plans by what calls cost once they repeat. Calls on new addresses each time run
-/// directly and pay the launches. A plan whose calls the host issues well within their GPU
-/// time ([`HOST_BOUND`]) runs alike either way, and is timed directly.
+/// directly and pay the launches. A plan of one kernel whose calls the host issues well
+/// within their GPU time ([`HOST_BOUND`]) runs alike either way, and is timed directly: a
+/// capture is only instantiated (most of its cost) for plans of several kernels, where
+/// the GPU also idles between a direct call's kernels, or calls the host cannot keep up
+/// with.
 enum Runner<'a> {
     Direct(&'a Plan),
     Graph(&'a crate::replay::OwnedExec),
@@ -770,8 +777,9 @@ impl CudnnContext {
             // A capture counts with the trials it serves.
             let running = std::time::Instant::now();
             // A warm-up call, then one call issued directly, which also tells whether the
-            // host keeps up with the plan's calls: where not, the plan is captured and
-            // timed replayed (see `Runner`). Then up to three trials of calls back to back
+            // host keeps up with the plan's calls; the call is captured, and where the
+            // host does not keep up or the call is more than one kernel, the plan is timed
+            // replayed (see `Runner`). Then up to three trials of calls back to back
             // (see `trial_time`): the best trial's mean, or the one call where it is long
             // enough (SCREEN_MS). TAIL_SPREAD times slower than the fastest so far even
             // counting its warm-up (or WARM_CUT_SPREAD times, once calls are long): not
@@ -788,16 +796,28 @@ impl CudnnContext {
                 // SAFETY: as above.
                 let first = unsafe { self.time_calls(&direct, &ptrs, 1, (&start, &end))? };
                 let screen = schedule.is_other_setting(i);
-                best = match first {
-                    None => f32::INFINITY,
-                    Some(first) if first.host_bound() => {
-                        // SAFETY: as above.
-                        captured = unsafe { self.capture_trial(&plan, &ptrs)? };
-                        let runner = captured.as_ref().map_or(direct, Runner::Graph);
-                        // SAFETY: as above; a graph was captured on these addresses.
-                        unsafe { self.trial_time(&runner, &ptrs, (&start, &end), fastest, screen)? }
+                if let Some(first) = first {
+                    let host_bound = first.host_bound();
+                    // SAFETY: as above.
+                    captured = unsafe {
+                        self.capture_trial(&plan, &ptrs, |nodes| host_bound || nodes > 1)?
+                    };
+                }
+                best = match (first, &captured) {
+                    (None, _) => f32::INFINITY,
+                    (Some(_), Some(graph)) => {
+                        // SAFETY: as above; the graph was captured on these addresses.
+                        unsafe {
+                            self.trial_time(
+                                &Runner::Graph(graph),
+                                &ptrs,
+                                (&start, &end),
+                                fastest,
+                                screen,
+                            )?
+                        }
                     }
-                    Some(first) => {
+                    (Some(first), None) => {
                         // SAFETY: as above.
                         unsafe {
                             self.trial_time_after(
@@ -884,8 +904,9 @@ impl CudnnContext {
 
     /// One call of `plan` on `ptrs` captured into a CUDA graph, for trials that time it as
     /// a repeated call runs (see [`Runner`]). `None` (trials then issue it directly) with
-    /// replay off (`CUDNN_RS_GRAPHS=0`), while the caller captures the stream, or when the
-    /// call cannot be captured.
+    /// replay off (`CUDNN_RS_GRAPHS=0`), while the caller captures the stream, when the
+    /// call cannot be captured, or when `keep` refuses the captured graph's node count
+    /// (then it is not instantiated, which is most of a capture's cost).
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
@@ -893,6 +914,7 @@ impl CudnnContext {
         &self,
         plan: &Plan,
         ptrs: &RawPointers,
+        keep: impl FnOnce(usize) -> bool,
     ) -> Result<Option<crate::replay::OwnedExec>> {
         if !crate::replay::enabled() || crate::replay::capturing(self.stream.cu_stream().cast()) {
             return Ok(None);
@@ -909,7 +931,7 @@ impl CudnnContext {
         let issue = |s: cudarc::driver::sys::CUstream| self.issue_on(s, &call);
         // SAFETY: `side` is this context's live private stream; `issue` only enqueues the
         // call there.
-        let exec = unsafe { crate::replay::capture_owned(side, issue) };
+        let exec = unsafe { crate::replay::capture_owned(side, issue, keep) };
         self.apply_stream()?;
         Ok(exec)
     }
@@ -1072,7 +1094,7 @@ impl CudnnContext {
             let fits = f.plan.workspace <= ptrs.workspace.1;
             let graph = if fits && f.replay {
                 // SAFETY: the caller's contract; the workspace is large enough.
-                unsafe { self.capture_trial(&f.plan, ptrs)? }
+                unsafe { self.capture_trial(&f.plan, ptrs, |_| true)? }
             } else {
                 None
             };
