@@ -31,6 +31,8 @@ row is that pick's traced best time over the fastest traced configuration's.
                                         # refine stage (exact) picks among the close ones
     ... --warm-cut 1.5 --warm-cut-ms 0.1  # no timed call after a warm-up 1.5 times the
                                         # fastest, once the fastest lasts 0.1 ms
+    ... --setting-limit 3 --setting-limit-ms 0.1  # second stage: at most 3 other
+                                        # settings an engine, once the fastest lasts 0.1 ms
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's
@@ -137,6 +139,7 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     kept: list[tuple[float, Config]] = []
     first_stage_over = False
     dropped_engines: set[int] = set()
+    settings: dict[int, int] = {}  # configurations of each engine timed so far
     for c in row.configs:
         if args.drop_source and args.drop_source in c.source:
             continue
@@ -151,6 +154,13 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
             break
         if second and args.no_second_stage:
             continue
+        if (
+            second
+            and args.setting_limit
+            and fastest >= args.setting_limit_ms
+            and settings.get(c.engine, 0) > args.setting_limit
+        ):
+            continue
         fallback_only = "FALLBACK" in c.source and c.engine not in ranked
         if (
             fallback_only
@@ -162,6 +172,7 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
             ranked.append(c.engine)
         other_setting = c.engine in seen
         seen.add(c.engine)
+        settings[c.engine] = settings.get(c.engine, 0) + 1
         runs = c.runs
         if other_setting and args.setting_warm_spread and runs:
             warm = runs[0][1]
@@ -281,6 +292,18 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="--warm-cut only once the fastest call lasts this long",
     )
+    ap.add_argument(
+        "--setting-limit",
+        type=int,
+        default=0,
+        help="second stage: at most this many other settings an engine ...",
+    )
+    ap.add_argument(
+        "--setting-limit-ms",
+        type=float,
+        default=0.0,
+        help="... once the fastest call lasts this long",
+    )
     ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument(
         "--budget",
@@ -322,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             "single_call_ms": 0.0,
             "refine_under_ms": 0.0,
             "screen": False,
+            "setting_limit": 0,
             "warm_cut": 0.0,
         }
     )

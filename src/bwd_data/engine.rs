@@ -81,6 +81,14 @@ const SCREEN_MS: f32 = 0.1;
 /// (`--warm-cut 1.5 --warm-cut-ms 0.1`) no pick changed; the slowest warm-up of a
 /// configuration that went on to win was 1.4x its best call.
 const WARM_CUT_SPREAD: f32 = 1.5;
+/// In a staged timing's second stage, once the fastest call lasts [`SCREEN_MS`], an
+/// engine's settings after this many other ones are ruled out. In three sessions' traces
+/// of the broad suite on the H200 (345 first sights), every configuration within 1% of
+/// the fastest where calls lasted that long was its engine's first to fourth setting; the
+/// deeper winners were all shorter calls. In the replay
+/// (`bench/schedule_sim.py --setting-limit 3 --setting-limit-ms 0.1`) no pick changed,
+/// and the stem's trials took a third less.
+const LONG_CALL_SETTINGS: usize = 3;
 /// A plan whose host time to issue one call is at least this fraction of the call's time
 /// on the GPU is timed replayed (see [`Runner`]): issued directly, back-to-back calls would
 /// wait on the host. A one-kernel plan that issues faster keeps the GPU busy, and is
@@ -659,7 +667,7 @@ impl CudnnContext {
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
     /// that can win are still reached; see also [`STAGE_END_SPREAD`],
-    /// [`SETTING_END_SPREAD`] and [`FALLBACK_MIN_RANKED`]). Records `(timed, left out by
+    /// [`SETTING_END_SPREAD`], [`FALLBACK_MIN_RANKED`] and [`LONG_CALL_SETTINGS`]). Records `(timed, left out by
     /// the limit or the budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
@@ -708,6 +716,8 @@ impl CudnnContext {
             Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
         // The engines of ranked configurations timed so far (FALLBACK_MIN_RANKED).
         let mut ranked_timed: Vec<i64> = Vec::new();
+        // The engine of each other knob setting timed so far (LONG_CALL_SETTINGS).
+        let mut other_settings: Vec<i64> = Vec::new();
         loop {
             if found.len() >= limit || budget.is_some_and(|b| started.elapsed() > b) {
                 left_out = schedule.left();
@@ -776,60 +786,20 @@ impl CudnnContext {
             timed += 1;
             // A capture counts with the trials it serves.
             let running = std::time::Instant::now();
-            // A warm-up call, then one call issued directly, which also tells whether the
-            // host keeps up with the plan's calls; the call is captured, and where the
-            // host does not keep up or the call is more than one kernel, the plan is timed
-            // replayed (see `Runner`). Then up to three trials of calls back to back
-            // (see `trial_time`): the best trial's mean, or the one call where it is long
-            // enough (SCREEN_MS). TAIL_SPREAD times slower than the fastest so far even
-            // counting its warm-up (or WARM_CUT_SPREAD times, once calls are long): not
-            // worth a timed call (and, staged, the end of the first stage); a trial
-            // CONTENDER_SPREAD times the fastest, or another setting's first call
-            // SETTING_SPREAD times: not worth more (this keeps a first sight cheap).
-            let direct = Runner::Direct(&plan);
+            // See `time_config`: what a plan's calls take (infinity when they fail), and
+            // the graph its trials replayed.
+            let screen = schedule.is_other_setting(i);
             // SAFETY: w and dy per the caller; dx and the workspace were allocated above
             // with the sizes the graph and this plan need.
-            let warm = unsafe { self.time_calls(&direct, &ptrs, 1, (&start, &end))? };
-            let mut best = warm.map_or(f32::INFINITY, |c| c.ms);
-            let mut captured = None;
-            if warm.is_some_and(|w| worth_a_call(w.ms, fastest)) {
-                // SAFETY: as above.
-                let first = unsafe { self.time_calls(&direct, &ptrs, 1, (&start, &end))? };
-                let screen = schedule.is_other_setting(i);
-                if let Some(first) = first {
-                    let host_bound = first.host_bound();
-                    // SAFETY: as above.
-                    captured = unsafe {
-                        self.capture_trial(&plan, &ptrs, |nodes| host_bound || nodes > 1)?
-                    };
+            let (best, captured) =
+                unsafe { self.time_config(&plan, &ptrs, (&start, &end), fastest, screen)? };
+            if screen {
+                let engine = c.config.index();
+                other_settings.push(engine);
+                let n = other_settings.iter().filter(|&&e| e == engine).count();
+                if n >= LONG_CALL_SETTINGS && fastest.min(best) >= SCREEN_MS {
+                    schedule.end_engine(i);
                 }
-                best = match (first, &captured) {
-                    (None, _) => f32::INFINITY,
-                    (Some(_), Some(graph)) => {
-                        // SAFETY: as above; the graph was captured on these addresses.
-                        unsafe {
-                            self.trial_time(
-                                &Runner::Graph(graph),
-                                &ptrs,
-                                (&start, &end),
-                                fastest,
-                                screen,
-                            )?
-                        }
-                    }
-                    (Some(first), None) => {
-                        // SAFETY: as above.
-                        unsafe {
-                            self.trial_time_after(
-                                &direct,
-                                &ptrs,
-                                (&start, &end),
-                                (fastest, screen),
-                                first.ms,
-                            )?
-                        }
-                    }
-                };
             }
             // (No-ops in an exhaustive schedule; the first in the second stage, the second
             // in the first.)
@@ -936,9 +906,72 @@ impl CudnnContext {
         Ok(exec)
     }
 
+    /// One configuration's time in a measurement, and the graph its trials replayed. The
+    /// call is captured first; a plan of more than one kernel is instantiated and timed
+    /// replayed (see [`Runner`]). Else a warm-up call and one more call are issued
+    /// directly, and where the host took [`HOST_BOUND`] of that call's time to issue it,
+    /// the plan is captured again and timed replayed; else directly. A warm-up that rules
+    /// the plan out ([`worth_a_call`]) is its time; then see [`Self::trial_time`]
+    /// (`screen`: another knob setting of an engine already timed). Infinity when a call
+    /// fails.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
+    unsafe fn time_config(
+        &self,
+        plan: &Plan,
+        ptrs: &RawPointers,
+        events: (&CudaEvent, &CudaEvent),
+        fastest: f32,
+        screen: bool,
+    ) -> Result<(f32, Option<crate::replay::OwnedExec>)> {
+        let direct = Runner::Direct(plan);
+        // SAFETY: the caller's contract.
+        let several = unsafe { self.capture_trial(plan, ptrs, |nodes| nodes > 1)? };
+        if let Some(graph) = several {
+            let runner = Runner::Graph(&graph);
+            // SAFETY: the caller's contract; the graph was captured on these addresses.
+            let warm = unsafe { self.time_calls(&runner, ptrs, 1, events)? };
+            let mut best = warm.map_or(f32::INFINITY, |c| c.ms);
+            if warm.is_some_and(|w| worth_a_call(w.ms, fastest)) {
+                // SAFETY: as above.
+                best = unsafe { self.trial_time(&runner, ptrs, events, fastest, screen)? };
+            }
+            return Ok((best, Some(graph)));
+        }
+        // SAFETY: the caller's contract.
+        let warm = unsafe { self.time_calls(&direct, ptrs, 1, events)? };
+        if !warm.is_some_and(|w| worth_a_call(w.ms, fastest)) {
+            return Ok((warm.map_or(f32::INFINITY, |c| c.ms), None));
+        }
+        // SAFETY: the caller's contract.
+        let Some(first) = (unsafe { self.time_calls(&direct, ptrs, 1, events)? }) else {
+            return Ok((f32::INFINITY, None));
+        };
+        if first.host_bound() {
+            // SAFETY: the caller's contract.
+            if let Some(graph) = unsafe { self.capture_trial(plan, ptrs, |_| true)? } {
+                let runner = Runner::Graph(&graph);
+                // A launch of its own first: a graph's first launch also uploads it.
+                // SAFETY: the caller's contract; the graph was captured on these
+                // addresses.
+                let best = if unsafe { self.time_calls(&runner, ptrs, 1, events)? }.is_some() {
+                    // SAFETY: as above.
+                    unsafe { self.trial_time(&runner, ptrs, events, fastest, screen)? }
+                } else {
+                    f32::INFINITY
+                };
+                return Ok((best, Some(graph)));
+            }
+        }
+        // SAFETY: the caller's contract.
+        let best =
+            unsafe { self.trial_time_after(&direct, ptrs, events, (fastest, screen), first.ms)? };
+        Ok((best, None))
+    }
+
     /// A plan's time in a measurement, after its warm-up call: as
-    /// [`Self::trial_time_after`] after one more call, which sizes the trials. A captured
-    /// graph gets a launch of its own first (its first launch also uploads it).
+    /// [`Self::trial_time_after`] after one more call, which sizes the trials.
     ///
     /// # Safety
     /// As [`Self::time_calls`].
@@ -950,12 +983,6 @@ impl CudnnContext {
         fastest: f32,
         screen: bool,
     ) -> Result<f32> {
-        if matches!(plan, Runner::Graph(_)) {
-            // SAFETY: the caller's contract.
-            if unsafe { self.time_calls(plan, ptrs, 1, events)? }.is_none() {
-                return Ok(f32::INFINITY);
-            }
-        }
         // SAFETY: the caller's contract.
         let Some(first) = (unsafe { self.time_calls(plan, ptrs, 1, events)? }) else {
             return Ok(f32::INFINITY);
