@@ -246,7 +246,11 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
         # The refine stage, taken as exact: the fastest by the traced time of the up to
         # three kept within 15% of the kept fastest.
         kept.sort(key=lambda bc: bc[0])
-        close = [c for b, c in kept[:3] if b <= 1.15 * kept[0][0]]
+        close = [
+            c
+            for b, c in kept[: args.refine_top]
+            if b <= args.refine_spread * kept[0][0]
+        ]
         pick = min(close, key=lambda c: c.best)
     return cost, pick, timed
 
