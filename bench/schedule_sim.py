@@ -33,6 +33,8 @@ row is that pick's traced best time over the fastest traced configuration's.
                                         # fastest, once the fastest lasts 0.1 ms
     ... --setting-limit 3 --setting-limit-ms 0.1  # second stage: at most 3 other
                                         # settings an engine, once the fastest lasts 0.1 ms
+    ... --first-stage-engines 6 --first-stage-ms 0.1  # first stage: no engine after six
+                                        # ranked ones, once the fastest lasts 0.1 ms
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's
@@ -166,6 +168,13 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
             fallback_only
             and args.fallback_min_engines
             and len(ranked) >= args.fallback_min_engines
+        ):
+            continue
+        if (
+            not second
+            and args.first_stage_engines
+            and fastest >= args.first_stage_ms
+            and len(ranked) >= args.first_stage_engines
         ):
             continue
         if "FALLBACK" not in c.source and c.engine not in ranked:
@@ -308,6 +317,18 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="... once the fastest call lasts this long",
     )
+    ap.add_argument(
+        "--first-stage-engines",
+        type=int,
+        default=0,
+        help="first stage: no engine after this many ranked (not fallback-only) ones ...",
+    )
+    ap.add_argument(
+        "--first-stage-ms",
+        type=float,
+        default=0.0,
+        help="... once the fastest call lasts this long",
+    )
     ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument(
         "--budget",
@@ -350,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             "refine_under_ms": 0.0,
             "screen": False,
             "setting_limit": 0,
+            "first_stage_engines": 0,
             "warm_cut": 0.0,
         }
     )

@@ -89,6 +89,16 @@ const WARM_CUT_SPREAD: f32 = 1.5;
 /// (`bench/schedule_sim.py --setting-limit 3 --setting-limit-ms 0.1`) no pick changed,
 /// and the stem's trials took a third less.
 const LONG_CALL_SETTINGS: usize = 3;
+/// In a staged timing, once the fastest call lasts [`SCREEN_MS`], the first stage ends
+/// when this many engines the ranking heuristic (mode A) lists have been timed (the
+/// fallback-only engines end there too, see [`FALLBACK_MIN_RANKED`]). In the same three
+/// sessions' traces the fastest configuration's engine was always among the first six
+/// engines timed; on the stem in TF32 the ninth was cuDNN's generic engine, 18 ms for its
+/// one warm-up call (`find_trace_2026-12-02e.txt.gz`). In the replay
+/// (`--first-stage-engines 6 --first-stage-ms 0.1`) no pick changed; at 5 the grouped
+/// f32 NCHW row lost its fastest engine (1.6-1.8x), a fallback-only one timed after five
+/// ranked.
+const LONG_CALL_RANKED: usize = 6;
 /// A plan whose host time to issue one call is at least this fraction of the call's time
 /// on the GPU is timed replayed (see [`Runner`]): issued directly, back-to-back calls would
 /// wait on the host. A one-kernel plan that issues faster keeps the GPU busy, and is
@@ -154,6 +164,19 @@ fn worth_a_call(warm_ms: f32, fastest: f32) -> bool {
         TAIL_SPREAD
     };
     warm_ms <= spread * fastest
+}
+
+/// Whether a staged timing's first stage ends, `ranked` engines the ranking heuristic
+/// lists having been timed and the fastest call lasting `fastest` ms
+/// ([`LONG_CALL_RANKED`]).
+fn long_calls_end_first_stage(ranked: usize, fastest: f32) -> bool {
+    ranked >= LONG_CALL_RANKED && fastest.is_finite() && fastest >= SCREEN_MS
+}
+
+/// Whether an engine's other knob settings not yet timed are ruled out, `timed` of them
+/// having been timed and the fastest call lasting `fastest` ms ([`LONG_CALL_SETTINGS`]).
+fn long_calls_end_settings(timed: usize, fastest: f32) -> bool {
+    timed >= LONG_CALL_SETTINGS && fastest.is_finite() && fastest >= SCREEN_MS
 }
 
 std::thread_local! {
@@ -667,7 +690,8 @@ impl CudnnContext {
     /// each engine's first-listed knob setting, then the other settings of the engines
     /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
     /// that can win are still reached; see also [`STAGE_END_SPREAD`],
-    /// [`SETTING_END_SPREAD`], [`FALLBACK_MIN_RANKED`] and [`LONG_CALL_SETTINGS`]). Records `(timed, left out by
+    /// [`SETTING_END_SPREAD`], [`FALLBACK_MIN_RANKED`], [`LONG_CALL_SETTINGS`] and
+    /// [`LONG_CALL_RANKED`]). Records `(timed, left out by
     /// the limit or the budget)` for [`Self::last_find_report`].
     ///
     /// # Safety
@@ -797,7 +821,7 @@ impl CudnnContext {
                 let engine = c.config.index();
                 other_settings.push(engine);
                 let n = other_settings.iter().filter(|&&e| e == engine).count();
-                if n >= LONG_CALL_SETTINGS && fastest.min(best) >= SCREEN_MS {
+                if long_calls_end_settings(n, fastest.min(best)) {
                     schedule.end_engine(i);
                 }
             }
@@ -830,6 +854,9 @@ impl CudnnContext {
                 if ranked_timed.len() == FALLBACK_MIN_RANKED {
                     schedule.end_unranked(&ranked);
                 }
+            }
+            if long_calls_end_first_stage(ranked_timed.len(), fastest) {
+                schedule.end_first_stage();
             }
             if best.is_finite() {
                 let notes = plan.notes;
@@ -1261,6 +1288,25 @@ mod tests {
         // Nothing timed yet: every plan gets its call.
         assert!(worth_a_call(1e6, f32::INFINITY));
         assert!(!worth_a_call(f32::NAN, long));
+    }
+
+    #[test]
+    fn long_calls_bound_the_first_stage_and_an_engines_settings() {
+        use super::{
+            long_calls_end_first_stage, long_calls_end_settings, LONG_CALL_RANKED,
+            LONG_CALL_SETTINGS, SCREEN_MS,
+        };
+        let (long, short) = (2.0 * SCREEN_MS, SCREEN_MS / 2.0);
+        assert!(!long_calls_end_first_stage(LONG_CALL_RANKED - 1, long));
+        assert!(long_calls_end_first_stage(LONG_CALL_RANKED, long));
+        assert!(!long_calls_end_first_stage(LONG_CALL_RANKED + 5, short));
+        assert!(!long_calls_end_first_stage(
+            LONG_CALL_RANKED,
+            f32::INFINITY / 0.0 * 0.0
+        ));
+        assert!(!long_calls_end_settings(LONG_CALL_SETTINGS - 1, long));
+        assert!(long_calls_end_settings(LONG_CALL_SETTINGS, long));
+        assert!(!long_calls_end_settings(LONG_CALL_SETTINGS + 5, short));
     }
 
     #[test]
