@@ -264,7 +264,8 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     return cost, pick, timed
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line: every schedule option, off by default."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--first-sight", help="first_sight.py's CSV of the same run")
@@ -351,7 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--sync-ms", type=float, default=0.03)
     ap.add_argument("--regret", type=float, default=1.01)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     rows = [r for r in read_trace(args.trace) if r.configs]
     # The schedule the trace ran (nothing left out).
     base = argparse.Namespace(

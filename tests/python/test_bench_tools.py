@@ -74,30 +74,11 @@ def test_schedule_sim_screens_long_calls_and_cuts_slow_warm_ups(
     [row] = schedule_sim.read_trace(str(path))
 
     def ns(**kw: float) -> argparse.Namespace:
-        base = dict(
-            drop_source="",
-            fallback_min_engines=0,
-            setting_warm_spread=0.0,
-            max_configs=0,
-            tail_spread=0.0,
-            contender_spread=0.0,
-            max_trials=0,
-            setting_tail_spread=0.0,
-            budget=0.0,
-            no_second_stage=False,
-            single_call_ms=0.0,
-            refine_under_ms=0.0,
-            refine=False,
-            screen=False,
-            screen_ms=0.0,
-            refine_top=3,
-            refine_spread=1.15,
-            warm_cut=0.0,
-            warm_cut_ms=0.0,
-            sync_ms=0.0,
-        )
-        base.update(kw)
-        return argparse.Namespace(**base)
+        # Every option off, as the command line leaves it, and no per-run wait.
+        args = schedule_sim.parser().parse_args([str(path), "--sync-ms", "0"])
+        for k, v in kw.items():
+            setattr(args, k, v)
+        return args
 
     # As traced: every run counts; the fastest by its best run is engine 2.
     cost, pick, timed = schedule_sim.simulate(row, ns())
@@ -116,3 +97,8 @@ def test_schedule_sim_screens_long_calls_and_cuts_slow_warm_ups(
         row, ns(screen=True, screen_ms=0.1, warm_cut=1.5, warm_cut_ms=0.1)
     )
     assert pick.engine == 73
+    # At most one ranked engine in the first stage once calls last 0.1 ms: engine 46.
+    _, pick, timed = schedule_sim.simulate(
+        row, ns(first_stage_engines=1, first_stage_ms=0.1)
+    )
+    assert (pick.engine, timed) == (46, 1)
