@@ -286,50 +286,47 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one timed call a configuration, then the refine stage (taken as exact)",
     )
-    ap.add_argument(
-        "--screen-ms",
-        type=float,
-        default=0.0,
-        help="screen only configurations whose one call lasts this long",
-    )
     ap.add_argument("--refine-top", type=int, default=3)
     ap.add_argument("--refine-spread", type=float, default=1.15)
-    ap.add_argument(
-        "--warm-cut",
-        type=float,
-        default=0.0,
-        help="no timed call after a warm-up this many times the fastest",
-    )
-    ap.add_argument(
-        "--warm-cut-ms",
-        type=float,
-        default=0.0,
-        help="--warm-cut only once the fastest call lasts this long",
-    )
-    ap.add_argument(
-        "--setting-limit",
-        type=int,
-        default=0,
-        help="second stage: at most this many other settings an engine ...",
-    )
-    ap.add_argument(
-        "--setting-limit-ms",
-        type=float,
-        default=0.0,
-        help="... once the fastest call lasts this long",
-    )
-    ap.add_argument(
-        "--first-stage-engines",
-        type=int,
-        default=0,
-        help="first stage: no engine after this many ranked (not fallback-only) ones ...",
-    )
-    ap.add_argument(
-        "--first-stage-ms",
-        type=float,
-        default=0.0,
-        help="... once the fastest call lasts this long",
-    )
+    # The rules on call lengths: each off at 0.
+    for name, kind, text in (
+        (
+            "--screen-ms",
+            float,
+            "screen only configurations whose one call lasts this long",
+        ),
+        (
+            "--warm-cut",
+            float,
+            "no timed call after a warm-up this many times the fastest",
+        ),
+        (
+            "--warm-cut-ms",
+            float,
+            "--warm-cut only once the fastest call lasts this long",
+        ),
+        (
+            "--setting-limit",
+            int,
+            "second stage: at most this many other settings an engine",
+        ),
+        (
+            "--setting-limit-ms",
+            float,
+            "--setting-limit once the fastest lasts this long",
+        ),
+        (
+            "--first-stage-engines",
+            int,
+            "first stage: no engine after this many ranked ones",
+        ),
+        (
+            "--first-stage-ms",
+            float,
+            "--first-stage-engines once the fastest lasts this long",
+        ),
+    ):
+        ap.add_argument(name, type=kind, default=kind(0), help=text)
     ap.add_argument("--setting-tail-spread", type=float, default=0.0)
     ap.add_argument(
         "--budget",
