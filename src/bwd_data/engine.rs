@@ -958,14 +958,9 @@ impl CudnnContext {
         // SAFETY: the caller's contract.
         let several = unsafe { self.capture_trial(plan, ptrs, |nodes| nodes > 1)? };
         if let Some(graph) = several {
-            let runner = Runner::Graph(&graph);
             // SAFETY: the caller's contract; the graph was captured on these addresses.
-            let warm = unsafe { self.time_calls(&runner, ptrs, 1, events)? };
-            let mut best = warm.map_or(f32::INFINITY, |c| c.ms);
-            if warm.is_some_and(|w| worth_a_call(w.ms, fastest)) {
-                // SAFETY: as above.
-                best = unsafe { self.trial_time(&runner, ptrs, events, fastest, screen)? };
-            }
+            let best =
+                unsafe { self.time_replayed(&graph, ptrs, events, (fastest, screen), true)? };
             return Ok((best, Some(graph)));
         }
         // SAFETY: the caller's contract.
@@ -980,16 +975,11 @@ impl CudnnContext {
         if first.host_bound() {
             // SAFETY: the caller's contract.
             if let Some(graph) = unsafe { self.capture_trial(plan, ptrs, |_| true)? } {
-                let runner = Runner::Graph(&graph);
-                // A launch of its own first: a graph's first launch also uploads it.
+                // The direct warm-up already passed `worth_a_call`.
                 // SAFETY: the caller's contract; the graph was captured on these
                 // addresses.
-                let best = if unsafe { self.time_calls(&runner, ptrs, 1, events)? }.is_some() {
-                    // SAFETY: as above.
-                    unsafe { self.trial_time(&runner, ptrs, events, fastest, screen)? }
-                } else {
-                    f32::INFINITY
-                };
+                let best =
+                    unsafe { self.time_replayed(&graph, ptrs, events, (fastest, screen), false)? };
                 return Ok((best, Some(graph)));
             }
         }
@@ -997,6 +987,33 @@ impl CudnnContext {
         let best =
             unsafe { self.trial_time_after(&direct, ptrs, events, (fastest, screen), first.ms)? };
         Ok((best, None))
+    }
+
+    /// A captured plan's time in a measurement: a launch of its own first (the warm-up;
+    /// a graph's first launch also uploads it), then [`Self::trial_time`]. With `cut`, a
+    /// warm-up that rules the plan out ([`worth_a_call`]) is its time. Infinity when a
+    /// launch fails.
+    ///
+    /// # Safety
+    /// As [`Self::time_calls`], `graph` captured on `ptrs`.
+    unsafe fn time_replayed(
+        &self,
+        graph: &crate::replay::OwnedExec,
+        ptrs: &RawPointers,
+        events: (&CudaEvent, &CudaEvent),
+        (fastest, screen): (f32, bool),
+        cut: bool,
+    ) -> Result<f32> {
+        let runner = Runner::Graph(graph);
+        // SAFETY: the caller's contract.
+        let Some(warm) = (unsafe { self.time_calls(&runner, ptrs, 1, events)? }) else {
+            return Ok(f32::INFINITY);
+        };
+        if cut && !worth_a_call(warm.ms, fastest) {
+            return Ok(warm.ms);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.trial_time(&runner, ptrs, events, fastest, screen) }
     }
 
     /// A plan's time in a measurement, after its warm-up call: as
