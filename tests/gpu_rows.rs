@@ -1009,16 +1009,7 @@ fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [us
         (&dx0, x_shape),
     );
     let conv = depthwise_conv(pad, 1, dil, c);
-    let size = ctx
-        .get_convolution_backward_data_workspace_size(
-            w.descriptor(),
-            dy.descriptor(),
-            dx.descriptor(),
-            &conv,
-            &DefaultAlgo,
-        )
-        .unwrap()
-        .unwrap_or(0);
+    let size = default_workspace(&ctx, &w, &dy, &dx, &conv);
     assert_eq!(size, 0, "the kernel's NHWC entry points need no workspace");
     for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
         let start = if beta == 0.0 {
@@ -1089,6 +1080,28 @@ fn typed_operands<F: SupportedType<f32>>(
         Tensor::new(upload(stream, dy), dims(y_shape), fmt).unwrap(),
         Tensor::new(upload(stream, dx), dims(x_shape), fmt).unwrap(),
     )
+}
+
+/// The workspace `DefaultAlgo` asks for on f32 2-d operands in layout `F` (0 for none).
+fn default_workspace<F: SupportedType<f32>>(
+    ctx: &CudnnContext,
+    w: &Filter<f32, F, CudaSlice<f32>, 4>,
+    dy: &Tensor<f32, F, CudaSlice<f32>, 4>,
+    dx: &Tensor<f32, F, CudaSlice<f32>, 4>,
+    conv: &ConvolutionDescriptor<f32, 2>,
+) -> usize
+where
+    DefaultAlgo: SupportedConvBwdData<f32, F, f32, F, f32, f32, F, 4, 2>,
+{
+    ctx.get_convolution_backward_data_workspace_size(
+        w.descriptor(),
+        dy.descriptor(),
+        dx.descriptor(),
+        conv,
+        &DefaultAlgo,
+    )
+    .unwrap()
+    .unwrap_or(0)
 }
 
 /// The reference's geometry of a square depthwise layer of `groups` channels, from the
@@ -1180,16 +1193,7 @@ fn depthwise_f32_nchw_default_on(
         (&dx0, x_shape),
     );
     let conv = depthwise_conv(pad, stride, dil, c);
-    let size = ctx
-        .get_convolution_backward_data_workspace_size(
-            w.descriptor(),
-            dy.descriptor(),
-            dx.descriptor(),
-            &conv,
-            &DefaultAlgo,
-        )
-        .unwrap()
-        .unwrap_or(0);
+    let size = default_workspace(ctx, &w, &dy, &dx, &conv);
     if twin {
         // The twin needs room for NHWC copies of dy and dx.
         assert!(
