@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 CONFIG = re.compile(
     r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
-    r"(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
+    r"(?: nodes \d+)?(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
 )
 RUN = re.compile(r"(\d+)x([\d.]+)")
 HEURISTIC = re.compile(
@@ -64,6 +64,7 @@ TOTAL = re.compile(
     r"(?:, refine: ([\d.]+)(ms|µs|ns|s))?"
 )
 UNIT = {"s": 1e3, "ms": 1.0, "µs": 1e-3, "ns": 1e-6}
+REFINE_RUNS = re.compile(r"FindTiming \{.*\} runs(.*)")
 
 
 @dataclass
@@ -83,6 +84,8 @@ class Row:
     trials_ms: float = math.nan
     refine_ms: float = 0.0
     heuristics: dict[str, float] = field(default_factory=dict)
+    # The refine stage's runs in the order they ran: rounds of one run per close plan.
+    refine_runs: list[tuple[int, float]] = field(default_factory=list)
 
 
 def read_trace(path: str) -> list[Row]:
@@ -117,6 +120,11 @@ def read_trace(path: str) -> list[Row]:
                 rows[-1].trials_ms = float(t.group(3)) * UNIT[t.group(4)]
                 if t.group(5):
                     rows[-1].refine_ms = float(t.group(5)) * UNIT[t.group(6)]
+                r = REFINE_RUNS.search(line)
+                if r:
+                    rows[-1].refine_runs = [
+                        (int(n), float(ms)) for n, ms in RUN.findall(r.group(1))
+                    ]
     return rows
 
 
@@ -215,6 +223,20 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
                     break
                 trial_runs.append(run)
             runs = trial_runs
+        if args.trial_spread:
+            # After a run of several calls (a trial), no more trials once the best of
+            # them is this many times the fastest.
+            trial_runs, best_trial = [], math.inf
+            for run in runs:
+                if run[0] > 1:
+                    if (
+                        best_trial > args.trial_spread * fastest
+                        and best_trial < math.inf
+                    ):
+                        break
+                    best_trial = min(best_trial, run[1])
+                trial_runs.append(run)
+            runs = trial_runs
         if args.single_call_ms and len(runs) > 2 and runs[1][1] >= args.single_call_ms:
             # Trials of one call each once a call lasts this long (an approximation:
             # the trial's mean stands for its one call).
@@ -264,6 +286,37 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     return cost, pick, timed
 
 
+def refine_replay(
+    row: Row, args: argparse.Namespace
+) -> tuple[float, float, float] | None:
+    """(traced refine ms of calls, replayed ms, regret) of a row whose trace has the
+    refine stage's runs, that stage limited to ``--refine-long-top`` plans and
+    ``--refine-long-rounds`` rounds where the fastest call lasts ``--refine-long-ms``;
+    the regret is the limited pick's traced best over the traced fastest. None where
+    the trace has no refine runs, or they do not match the close plans."""
+    bests = sorted(c.best for c in row.configs if math.isfinite(c.best))
+    if not bests or not row.refine_runs:
+        return None
+    close = [b for b in bests[: args.refine_top] if b <= args.refine_spread * bests[0]]
+    k, runs = len(close), row.refine_runs
+    if k < 2 or len(runs) % k:
+        return None
+    rounds = len(runs) // k
+    per_plan = [[runs[r * k + i] for r in range(rounds)] for i in range(k)]
+    full = [min(ms for _, ms in p) for p in per_plan]
+    top, kept_rounds = k, rounds
+    if bests[0] >= args.refine_long_ms:
+        top = min(k, args.refine_long_top or k)
+        kept_rounds = min(rounds, args.refine_long_rounds or rounds)
+    limited = [min(ms for _, ms in p[:kept_rounds]) for p in per_plan[:top]]
+    pick = min(range(top), key=lambda i: limited[i])
+    traced = sum(n * ms + args.sync_ms for n, ms in runs)
+    replayed = sum(
+        n * ms + args.sync_ms for p in per_plan[:top] for n, ms in p[:kept_rounds]
+    )
+    return traced, replayed, full[pick] / min(full)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: every schedule option, off by default."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -279,6 +332,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--contender-spread", type=float, default=0.0)
     ap.add_argument("--max-trials", type=int, default=0)
     ap.add_argument(
+        "--trial-spread",
+        type=float,
+        default=0.0,
+        help="no more trials once a trial's best is this many times the fastest",
+    )
+    ap.add_argument(
         "--refine", action="store_true", help="count the refine stage as exact"
     )
     ap.add_argument(
@@ -288,6 +347,17 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--refine-top", type=int, default=3)
     ap.add_argument("--refine-spread", type=float, default=1.15)
+    for name, text in (
+        ("--refine-long-top", "the refine stage re-times at most this many plans ..."),
+        ("--refine-long-rounds", "... in this many rounds ..."),
+    ):
+        ap.add_argument(name, type=int, default=0, help=text)
+    ap.add_argument(
+        "--refine-long-ms",
+        type=float,
+        default=0.1,
+        help="... where the fastest call lasts this long (replays the traced refine)",
+    )
     # The rules on call lengths: each off at 0.
     for name, kind, text in (
         (
@@ -365,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_configs": 0,
             "tail_spread": 0.0,
             "contender_spread": 0.0,
+            "trial_spread": 0.0,
             "max_trials": 0,
             "setting_tail_spread": 0.0,
             "budget": 0.0,
@@ -424,6 +495,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     if torch_first:
         print(f"first sights over PyTorch's benchmark mode: {over_base} -> {over_sim}")
+    refined = [r for r in (refine_replay(row, args) for row in rows) if r]
+    if refined and (args.refine_long_top or args.refine_long_rounds):
+        moved = sum(regret > args.regret for _, _, regret in refined)
+        print(
+            f"refine stage: {len(refined)} rows; {sum(t for t, _, _ in refined):.1f} -> "
+            f"{sum(r for _, r, _ in refined):.1f} ms; picks over {args.regret:.2f}x the "
+            f"traced refine's: {moved}; worst {max(g for _, _, g in refined):.3f}"
+        )
     return 0
 
 

@@ -26,13 +26,35 @@ const TRIAL_MS: f32 = 1.0;
 const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
 const REFINE_SPREAD: f32 = 1.15;
-/// ... in trials of this many milliseconds of calls (at least one call) ...
-const REFINE_TRIAL_MS: f32 = 0.25;
-/// ... and at most this many calls.
+/// ... in trials of this many milliseconds of calls ...
+const REFINE_TRIAL_MS: f32 = 0.1;
+/// ... at least [`CALLS_PER_TRIAL`] calls where calls are shorter than [`SCREEN_MS`], and
+/// at most this many. On the H200 the refine's trials of 0.25 ms (up to 30 calls) spread
+/// more from one round to the next (median 1.2% a plan, 156 plans) than the five-call
+/// trials of replayed plans did (0.7%, 304 plans): what varies is the run, not the call,
+/// and the longer trials cost short-call rows 2-2.5 ms of a 4-12 ms first sight.
 const REFINE_MAX_CALLS: usize = 50;
+/// Where the fastest call lasts [`SCREEN_MS`], the refine re-times at most this many
+/// plans ...
+const REFINE_TOP_LONG: usize = 2;
+// The refine keeps one time a plan in an array of REFINE_TOP.
+const _: () = assert!(REFINE_TOP_LONG <= REFINE_TOP);
+/// ... in this many rounds (else three). In all the H200's traces of the broad suite (74
+/// such rows, 2026-12-01 to 12-02), the third plan never came out fastest, and the third
+/// round never changed which plan did (`bench/schedule_sim.py --refine-long-top 2
+/// --refine-long-rounds 2`); on the stem the refine took 4-5 ms of a 17-23 ms first
+/// sight, and takes half that so.
+const REFINE_ROUNDS_LONG: usize = 2;
 /// The measured tier times the other knob settings of the engines whose first setting came
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
 const STAGE_SPREAD: f32 = 1.1;
+/// A plan whose first trial of several calls comes out more than this many times the
+/// fastest so far gets no more trials: trials of several calls of a replayed plan
+/// differed by 0.7% in the median on the H200 (2.4% at the 90th percentile), and the
+/// refine stage re-times the close ones. Replaying every trace of the broad suite
+/// (`bench/schedule_sim.py --trial-spread 1.15`, 426 first sights of 2026-12-01 to
+/// 12-02) moved one pick, by 1.0%, and spared 13% of the trials' time.
+const TRIAL_SPREAD: f32 = REFINE_SPREAD;
 /// A plan whose trial is slower than the fastest so far by more than this factor is not
 /// a contender: its other trials are skipped. Far outside [`REFINE_SPREAD`], for trials
 /// issued directly (see [`Runner`]): there a plan of many kernels can take 1.5-2x its
@@ -168,6 +190,16 @@ fn worth_a_call(warm_ms: f32, fastest: f32) -> bool {
     warm_ms <= spread * fastest
 }
 
+/// Whether a plan whose best so far is `best` ms after `trials` trials of several calls
+/// (a lone call, with none) gets another, the fastest plan so far taking `fastest` ms: at
+/// most three; none once `best` is [`CONTENDER_SPREAD`] times `fastest` (a lone call of a
+/// short plan can take twice its trials' time), nor, after a trial, [`TRIAL_SPREAD`]
+/// times.
+fn another_trial(best: f32, trials: usize, fastest: f32) -> bool {
+    let behind = |spread: f32| best.is_finite() && best > spread * fastest;
+    trials < 3 && !behind(CONTENDER_SPREAD) && !(trials > 0 && behind(TRIAL_SPREAD))
+}
+
 /// Whether a staged timing's first stage ends, `ranked` engines the ranking heuristic
 /// lists having been timed and the fastest call lasting `fastest` ms
 /// ([`LONG_CALL_RANKED`]).
@@ -184,6 +216,9 @@ fn long_calls_end_settings(timed: usize, fastest: f32) -> bool {
 std::thread_local! {
     /// The runs of the configuration being timed, `(calls, ms per call)`, while tracing.
     static RUNS: std::cell::RefCell<Vec<(usize, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The node count of the configuration's first capture (0: not captured), for the
+    /// trace.
+    static NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Prints one traced configuration's line and forgets its runs.
@@ -322,6 +357,20 @@ impl Schedule {
                 .count()
         };
         self.queue[self.next..].iter().filter(|i| open(i)).count() + later
+    }
+}
+
+/// How the refine stage re-times the close plans when the fastest call took `fastest`
+/// ms: (at most how many plans, rounds, calls a trial). Calls of [`SCREEN_MS`] and more:
+/// [`REFINE_TOP_LONG`] plans, [`REFINE_ROUNDS_LONG`] rounds; shorter ones: [`REFINE_TOP`]
+/// plans, three rounds of at least [`CALLS_PER_TRIAL`] calls. Calls enough to last
+/// [`REFINE_TRIAL_MS`], at most [`REFINE_MAX_CALLS`].
+fn refine_shape(fastest: f32) -> (usize, usize, usize) {
+    let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
+    if fastest >= SCREEN_MS {
+        (REFINE_TOP_LONG, REFINE_ROUNDS_LONG, calls)
+    } else {
+        (REFINE_TOP, 3, calls.max(CALLS_PER_TRIAL))
     }
 }
 
@@ -838,10 +887,11 @@ impl CudnnContext {
             timing.trials += running.elapsed();
             if tracing() {
                 trace_line(&format!(
-                    "{:?} build {:.3} ms ws {} from {:?} {} ->{best:.4}",
+                    "{:?} build {:.3} ms ws {} nodes {} from {:?} {} ->{best:.4}",
                     c.config,
                     build_time.as_secs_f64() * 1e3,
                     plan.workspace,
+                    NODES.with(std::cell::Cell::get),
                     c.from,
                     if captured.is_some() {
                         "replayed"
@@ -955,8 +1005,13 @@ impl CudnnContext {
         screen: bool,
     ) -> Result<(f32, Option<crate::replay::OwnedExec>)> {
         let direct = Runner::Direct(plan);
+        NODES.with(|n| n.set(0));
+        let keep = |nodes: usize| {
+            NODES.with(|n| n.set(nodes));
+            nodes > 1
+        };
         // SAFETY: the caller's contract.
-        let several = unsafe { self.capture_trial(plan, ptrs, |nodes| nodes > 1)? };
+        let several = unsafe { self.capture_trial(plan, ptrs, keep)? };
         if let Some(graph) = several {
             // SAFETY: the caller's contract; the graph was captured on these addresses.
             let best =
@@ -1041,10 +1096,9 @@ impl CudnnContext {
     /// `first` ms: that call's time where it lasts [`SCREEN_MS`] (the refine stage times
     /// the close plans again), else the best of three trials of calls back to back, as
     /// many as [`calls_per_trial`] gives for `first` (where that is more than one, the
-    /// one call counts only to rule the plan out). A trial [`CONTENDER_SPREAD`] times
-    /// `fastest` ends the trials: the plan is no contender; with `screen`, so does a first
-    /// call of at least [`SETTING_SCREEN_MS`] that is [`SETTING_SPREAD`] times `fastest`.
-    /// Infinity when a call fails.
+    /// one call counts only to rule the plan out). See [`another_trial`] for when the
+    /// trials end early; with `screen`, a first call of at least [`SETTING_SCREEN_MS`]
+    /// that is [`SETTING_SPREAD`] times `fastest` gets none. Infinity when a call fails.
     ///
     /// # Safety
     /// As [`Self::time_calls`].
@@ -1056,20 +1110,19 @@ impl CudnnContext {
         (fastest, screen): (f32, bool),
         first: f32,
     ) -> Result<f32> {
-        let no_contender = |ms: f32| ms.is_finite() && ms > CONTENDER_SPREAD * fastest;
         if first >= SCREEN_MS
             || (screen && first >= SETTING_SCREEN_MS && first > SETTING_SPREAD * fastest)
         {
             return Ok(first);
         }
         let calls = calls_per_trial(first);
-        let mut best = if calls == 1 || no_contender(first) {
+        let mut best = if calls == 1 || !another_trial(first, 0, fastest) {
             first
         } else {
             f32::INFINITY
         };
         let mut trials = usize::from(calls == 1);
-        while trials < 3 && !no_contender(best) {
+        while another_trial(best, trials, fastest) {
             // SAFETY: the caller's contract.
             let Some(run) = (unsafe { self.time_calls(plan, ptrs, calls, events)? }) else {
                 return Ok(f32::INFINITY);
@@ -1131,12 +1184,13 @@ impl CudnnContext {
         Ok(Some(Calls { ms, host_ms }))
     }
 
-    /// Second look at the close contenders of a timing (`found`, fastest first): the up to
-    /// [`REFINE_TOP`] plans within [`REFINE_SPREAD`] of the fastest are timed again in
-    /// turns (so that a drift of the GPU's clock hits each alike), three trials each of
-    /// enough calls to last [`REFINE_TRIAL_MS`]; each keeps its best trial, and `found`
-    /// is sorted again. Five calls of a short kernel cannot tell apart plans a few
-    /// percent apart; this keeps the measured choice from being the luckiest trial.
+    /// Second look at the close contenders of a timing (`found`, fastest first): the plans
+    /// within [`REFINE_SPREAD`] of the fastest, as many as [`refine_shape`] gives, are
+    /// timed again in turns (so that a drift of the GPU's clock hits each alike), in its
+    /// rounds of trials of its calls; each keeps its best trial, and `found` is sorted
+    /// again. Five calls of a short kernel cannot tell apart plans a few percent apart,
+    /// nor one call of a long one; this keeps the measured choice from being the luckiest
+    /// trial.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for every plan in `found` (a plan needing
@@ -1150,15 +1204,18 @@ impl CudnnContext {
         let Some(fastest) = found.first().map(|f| f.engine.time()) else {
             return Ok(());
         };
-        let close = found
-            .iter()
-            .take(REFINE_TOP)
-            .take_while(|f| f.engine.time() <= fastest * REFINE_SPREAD)
-            .count();
-        if close < 2 || fastest.is_nan() || fastest <= 0.0 {
+        if fastest.is_nan() || fastest <= 0.0 {
             return Ok(());
         }
-        let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
+        let (top, rounds, calls) = refine_shape(fastest);
+        let close = found
+            .iter()
+            .take(top)
+            .take_while(|f| f.engine.time() <= fastest * REFINE_SPREAD)
+            .count();
+        if close < 2 {
+            return Ok(());
+        }
         let mut best = [f32::INFINITY; REFINE_TOP];
         // Each plan whose trials replayed it captured again on these addresses (the
         // workspace may have grown since its trials).
@@ -1173,7 +1230,7 @@ impl CudnnContext {
             };
             captured.push(graph);
         }
-        for _ in 0..3 {
+        for _ in 0..rounds {
             for ((f, b), g) in found.iter().zip(best.iter_mut()).zip(&captured).take(close) {
                 if f.plan.workspace > ptrs.workspace.1 {
                     continue; // the workspace was given up (out of memory) after its time
@@ -1348,6 +1405,52 @@ mod tests {
             host_ms: 0.31
         }
         .host_bound());
+    }
+
+    #[test]
+    fn a_trial_behind_the_fastest_ends_a_plans_trials() {
+        use super::{another_trial, CONTENDER_SPREAD, TRIAL_SPREAD};
+        let fastest = 0.01;
+        // Before any trial only a lone call twice the fastest rules the plan out: a lone
+        // call of a short plan is no measure of its trials.
+        assert!(another_trial(f32::INFINITY, 0, fastest));
+        assert!(another_trial(1.9 * fastest, 0, fastest));
+        assert!(!another_trial(
+            1.01 * CONTENDER_SPREAD * fastest,
+            0,
+            fastest
+        ));
+        // After a trial, TRIAL_SPREAD does.
+        assert!(another_trial(1.05 * fastest, 1, fastest));
+        assert!(!another_trial(1.01 * TRIAL_SPREAD * fastest, 1, fastest));
+        assert!(another_trial(0.9 * fastest, 2, fastest));
+        // Three at most; the first plan timed gets all three.
+        assert!(!another_trial(0.5 * fastest, 3, fastest));
+        assert!(another_trial(1.0, 1, f32::INFINITY));
+        // A failed call (infinity) rules nothing out by itself.
+        assert!(another_trial(f32::INFINITY, 1, fastest));
+    }
+
+    #[test]
+    fn the_refine_takes_fewer_plans_and_rounds_once_calls_are_long() {
+        use super::{
+            refine_shape, CALLS_PER_TRIAL, REFINE_MAX_CALLS, REFINE_ROUNDS_LONG, REFINE_TOP,
+            REFINE_TOP_LONG, SCREEN_MS,
+        };
+        let (top, rounds, calls) = refine_shape(2.0 * SCREEN_MS);
+        assert_eq!(
+            (top, rounds, calls),
+            (REFINE_TOP_LONG, REFINE_ROUNDS_LONG, 1)
+        );
+        // Short calls: three plans, three rounds, trials of at least CALLS_PER_TRIAL
+        // calls and at most REFINE_MAX_CALLS.
+        let (top, rounds, calls) = refine_shape(SCREEN_MS / 2.0);
+        assert_eq!((top, rounds), (REFINE_TOP, 3));
+        assert_eq!(calls, CALLS_PER_TRIAL);
+        let (_, _, calls) = refine_shape(0.008);
+        assert_eq!(calls, 13);
+        let (_, _, calls) = refine_shape(1e-6);
+        assert_eq!(calls, REFINE_MAX_CALLS);
     }
 
     #[test]

@@ -102,3 +102,44 @@ def test_schedule_sim_screens_long_calls_and_cuts_slow_warm_ups(
         row, ns(first_stage_engines=1, first_stage_ms=0.1)
     )
     assert (pick.engine, timed) == (46, 1)
+
+
+# Short calls: trials of five; and a refine stage of three plans, three rounds.
+TRIALS = """\
+== row 1x1s2_256to512_56 n=32 f16 NHWC tf32
+cudnn_rs find: engine 73 [k2=0] build 0.01 ms ws 131 nodes 2 from Some(CUDNN_HEUR_MODE_A) replayed ->0.0338 runs 1x0.0575 1x0.0362 5x0.0344 5x0.0340 5x0.0338
+cudnn_rs find: engine 64 [k2=4] build 0.01 ms ws 0 nodes 1 from Some(CUDNN_HEUR_MODE_A) direct ->0.0380 runs 1x0.0400 1x0.0390 5x0.0400 5x0.0380 5x0.0385
+cudnn_rs find: engine 73 [k2=6] build 0.01 ms ws 131 nodes 2 from Some(CUDNN_HEUR_MODE_A) replayed ->0.0336 runs 1x0.0418 1x0.0363 5x0.0336 5x0.0337 5x0.0338
+cudnn_rs find: refine: FindTiming { total: 3.0ms, heuristics: 1.0ms, builds: 0.03ms, trials: 1.5ms, refine: 0.5ms } runs 8x0.0335 8x0.0339 8x0.0346 8x0.0330 8x0.0328 8x0.0340 8x0.0332 8x0.0342 8x0.0343
+"""
+
+
+def test_schedule_sim_ends_trials_behind_the_fastest_and_replays_the_refine(
+    schedule_sim, tmp_path: Path
+) -> None:
+    path = tmp_path / "trace.txt"
+    path.write_text(TRIALS)
+    [row] = schedule_sim.read_trace(str(path))
+    assert [c.engine for c in row.configs] == [73, 64, 73]  # the node count is read
+    assert len(row.refine_runs) == 9 and row.refine_runs[0] == (8, 0.0335)
+    args = schedule_sim.parser().parse_args([str(path), "--sync-ms", "0"])
+    full, pick, _ = schedule_sim.simulate(row, args)
+    assert pick.knobs == "[k2=6]"
+    # Engine 64's first trial (0.0400) is over 1.15x the fastest (0.0338): no more
+    # trials for it; the others keep theirs.
+    args.trial_spread = 1.15
+    cost, pick, _ = schedule_sim.simulate(row, args)
+    assert pick.knobs == "[k2=6]"
+    assert full - cost == pytest.approx(5 * 0.0380 + 5 * 0.0385)
+    # The refine stage as traced (rounds of the three close plans): the second plan is
+    # fastest (0.0328, round two); limited to two plans and one round it would pick the
+    # first (0.0335 < 0.0339), whose traced best is 0.0330. Short calls (0.0336 ms) are
+    # under --refine-long-ms: nothing is limited there.
+    args.refine_long_top, args.refine_long_rounds = 2, 1
+    traced, replayed, regret = schedule_sim.refine_replay(row, args)
+    assert traced == replayed == pytest.approx(8 * sum(ms for _, ms in row.refine_runs))
+    assert regret == 1.0
+    args.refine_long_ms = 0.03
+    traced, replayed, regret = schedule_sim.refine_replay(row, args)
+    assert replayed == pytest.approx(8 * (0.0335 + 0.0339))
+    assert regret == pytest.approx(0.0330 / 0.0328)
