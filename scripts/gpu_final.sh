@@ -21,8 +21,9 @@
 #                                     # trace (bench/first_sight.py; FIRST_ARGS, FIRST_MINUTES);
 #                                     # with ZOO_ARGS the zoo, with BROAD_MINUTES the broad suite
 #   bash scripts/gpu_final.sh measure # the broad suite (both batches), the training steps
-#   bash scripts/gpu_final.sh closing # the grouped layers' first sights (trace; FIRST_LAYERS),
-#                                     # the broad suite (both batches), with ZOO_ARGS the zoo
+#   bash scripts/gpu_final.sh closing # the grouped layers' first sights (trace; FIRST_LAYERS,
+#                                     # FIRST_BATCH, FIRST_MINUTES, FIRST_LIMIT), the broad
+#                                     # suite (both batches), with ZOO_ARGS the zoo
 #   bash scripts/gpu_final.sh train   # the training steps alone (TRAIN_MINUTES)
 #   bash scripts/gpu_final.sh rust    # the Rust GPU tests (both cuDNN builds), memcheck
 #   bash scripts/gpu_final.sh pytest  # pytest on the GPU, the interop tests
@@ -186,8 +187,8 @@ closing)  # the grouped layers' first sights with their trace, the broad suite a
          # batches, then (with ZOO_ARGS) the layer zoo
   abs_out=$(cd "$out" && pwd)
   TAIL=10 run wheel_demo 60 bash -c wheel_check
-  TAIL=8 run first_sight 90 env CUDNN_RS_FIND_TRACE=1 bash -c \
-    "cd bench && python3 first_sight.py --csv $abs_out/first_sight.csv --max-minutes 1 --layers ${FIRST_LAYERS:-grp32} --batch real 2>$abs_out/find_trace.txt"
+  TAIL=8 run first_sight "${FIRST_LIMIT:-90}" env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 first_sight.py --csv $abs_out/first_sight.csv --max-minutes ${FIRST_MINUTES:-1} --layers ${FIRST_LAYERS:-grp32} --batch ${FIRST_BATCH:-real} 2>$abs_out/find_trace.txt"
   gzip -f "$out/find_trace.txt"
   TAIL=12 run broad 210 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 3.1
   TAIL=12 run broad1 150 python3 bench/broad.py --csv "$out/broad1.csv" --md "$out/broad1.md" --batch 1 --max-minutes 2.2

@@ -34,16 +34,13 @@ const REFINE_TRIAL_MS: f32 = 0.1;
 /// trials of replayed plans did (0.7%, 304 plans): what varies is the run, not the call,
 /// and the longer trials cost short-call rows 2-2.5 ms of a 4-12 ms first sight.
 const REFINE_MAX_CALLS: usize = 50;
-/// Where the fastest call lasts [`SCREEN_MS`], the refine re-times at most this many
-/// plans ...
-const REFINE_TOP_LONG: usize = 2;
-// The refine keeps one time a plan in an array of REFINE_TOP.
-const _: () = assert!(REFINE_TOP_LONG <= REFINE_TOP);
-/// ... in this many rounds (else three). In all the H200's traces of the broad suite (74
-/// such rows, 2026-12-01 to 12-02), the third plan never came out fastest, and the third
-/// round never changed which plan did (`bench/schedule_sim.py --refine-long-top 2
-/// --refine-long-rounds 2`); on the stem the refine took 4-5 ms of a 17-23 ms first
-/// sight, and takes half that so.
+/// Where the fastest call lasts [`SCREEN_MS`], the refine re-times the close plans in
+/// this many rounds (else three). In the H200's traces of the broad suite whose calls
+/// that long were screened by one call (2026-12-02, 20 rows), the third round never
+/// changed which plan came out fastest (`bench/schedule_sim.py --refine-long-rounds 2`);
+/// on the stem the refine took 4-5 ms of a 17-23 ms first sight. (Two plans instead of
+/// three also changed no pick there, but on the H200 the 3-d bf16 layer, whose three
+/// closest plans lie within 1.3%, then kept one 3.4% slower.)
 const REFINE_ROUNDS_LONG: usize = 2;
 /// The measured tier times the other knob settings of the engines whose first setting came
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
@@ -361,16 +358,15 @@ impl Schedule {
 }
 
 /// How the refine stage re-times the close plans when the fastest call took `fastest`
-/// ms: (at most how many plans, rounds, calls a trial). Calls of [`SCREEN_MS`] and more:
-/// [`REFINE_TOP_LONG`] plans, [`REFINE_ROUNDS_LONG`] rounds; shorter ones: [`REFINE_TOP`]
-/// plans, three rounds of at least [`CALLS_PER_TRIAL`] calls. Calls enough to last
-/// [`REFINE_TRIAL_MS`], at most [`REFINE_MAX_CALLS`].
-fn refine_shape(fastest: f32) -> (usize, usize, usize) {
+/// ms: (rounds, calls a trial). Calls of [`SCREEN_MS`] and more: [`REFINE_ROUNDS_LONG`]
+/// rounds; shorter ones: three rounds of at least [`CALLS_PER_TRIAL`] calls. Calls enough
+/// to last [`REFINE_TRIAL_MS`], at most [`REFINE_MAX_CALLS`].
+fn refine_shape(fastest: f32) -> (usize, usize) {
     let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
     if fastest >= SCREEN_MS {
-        (REFINE_TOP_LONG, REFINE_ROUNDS_LONG, calls)
+        (REFINE_ROUNDS_LONG, calls)
     } else {
-        (REFINE_TOP, 3, calls.max(CALLS_PER_TRIAL))
+        (3, calls.max(CALLS_PER_TRIAL))
     }
 }
 
@@ -1184,10 +1180,10 @@ impl CudnnContext {
         Ok(Some(Calls { ms, host_ms }))
     }
 
-    /// Second look at the close contenders of a timing (`found`, fastest first): the plans
-    /// within [`REFINE_SPREAD`] of the fastest, as many as [`refine_shape`] gives, are
-    /// timed again in turns (so that a drift of the GPU's clock hits each alike), in its
-    /// rounds of trials of its calls; each keeps its best trial, and `found` is sorted
+    /// Second look at the close contenders of a timing (`found`, fastest first): the up to
+    /// [`REFINE_TOP`] plans within [`REFINE_SPREAD`] of the fastest are timed again in
+    /// turns (so that a drift of the GPU's clock hits each alike), in the rounds of trials
+    /// of calls [`refine_shape`] gives; each keeps its best trial, and `found` is sorted
     /// again. Five calls of a short kernel cannot tell apart plans a few percent apart,
     /// nor one call of a long one; this keeps the measured choice from being the luckiest
     /// trial.
@@ -1207,10 +1203,10 @@ impl CudnnContext {
         if fastest.is_nan() || fastest <= 0.0 {
             return Ok(());
         }
-        let (top, rounds, calls) = refine_shape(fastest);
+        let (rounds, calls) = refine_shape(fastest);
         let close = found
             .iter()
-            .take(top)
+            .take(REFINE_TOP)
             .take_while(|f| f.engine.time() <= fastest * REFINE_SPREAD)
             .count();
         if close < 2 {
@@ -1432,25 +1428,16 @@ mod tests {
     }
 
     #[test]
-    fn the_refine_takes_fewer_plans_and_rounds_once_calls_are_long() {
+    fn the_refine_takes_fewer_rounds_once_calls_are_long() {
         use super::{
-            refine_shape, CALLS_PER_TRIAL, REFINE_MAX_CALLS, REFINE_ROUNDS_LONG, REFINE_TOP,
-            REFINE_TOP_LONG, SCREEN_MS,
+            refine_shape, CALLS_PER_TRIAL, REFINE_MAX_CALLS, REFINE_ROUNDS_LONG, SCREEN_MS,
         };
-        let (top, rounds, calls) = refine_shape(2.0 * SCREEN_MS);
-        assert_eq!(
-            (top, rounds, calls),
-            (REFINE_TOP_LONG, REFINE_ROUNDS_LONG, 1)
-        );
-        // Short calls: three plans, three rounds, trials of at least CALLS_PER_TRIAL
-        // calls and at most REFINE_MAX_CALLS.
-        let (top, rounds, calls) = refine_shape(SCREEN_MS / 2.0);
-        assert_eq!((top, rounds), (REFINE_TOP, 3));
-        assert_eq!(calls, CALLS_PER_TRIAL);
-        let (_, _, calls) = refine_shape(0.008);
-        assert_eq!(calls, 13);
-        let (_, _, calls) = refine_shape(1e-6);
-        assert_eq!(calls, REFINE_MAX_CALLS);
+        assert_eq!(refine_shape(2.0 * SCREEN_MS), (REFINE_ROUNDS_LONG, 1));
+        // Short calls: three rounds of trials of at least CALLS_PER_TRIAL calls, at most
+        // REFINE_MAX_CALLS.
+        assert_eq!(refine_shape(SCREEN_MS / 2.0), (3, CALLS_PER_TRIAL));
+        assert_eq!(refine_shape(0.008), (3, 13));
+        assert_eq!(refine_shape(1e-6), (3, REFINE_MAX_CALLS));
     }
 
     #[test]
