@@ -26,22 +26,19 @@ const TRIAL_MS: f32 = 1.0;
 const REFINE_TOP: usize = 3;
 /// ... if they are within this factor of the fastest ...
 const REFINE_SPREAD: f32 = 1.15;
-/// ... in trials of this many milliseconds of calls ...
-const REFINE_TRIAL_MS: f32 = 0.1;
-/// ... at least [`CALLS_PER_TRIAL`] calls where calls are shorter than [`SCREEN_MS`], and
-/// at most this many. On the H200 the refine's trials of 0.25 ms (up to 30 calls) spread
-/// more from one round to the next (median 1.2% a plan, 156 plans) than the five-call
-/// trials of replayed plans did (0.7%, 304 plans): what varies is the run, not the call,
-/// and the longer trials cost short-call rows 2-2.5 ms of a 4-12 ms first sight.
+/// ... in trials of this many milliseconds of calls (at least one call) ...
+const REFINE_TRIAL_MS: f32 = 0.25;
+/// ... or, where the fastest call is shorter than [`SCREEN_MS`], of this many (at least
+/// [`CALLS_PER_TRIAL`] calls) ...
+const REFINE_SHORT_TRIAL_MS: f32 = 0.1;
+/// ... and at most this many calls. On the H200 the refine's trials of 0.25 ms (up to 30
+/// calls of a short plan) spread more from one round to the next (median 1.2% a plan,
+/// 156 plans) than the five-call trials of replayed plans did (0.7%, 304 plans): what
+/// varies is the run, not the call, and the longer trials cost rows of short calls 2-2.5
+/// ms of a 4-12 ms first sight. (Calls of 0.1-0.25 ms keep two calls a trial: the 3-d
+/// half-precision layers, whose closest plans lie within 2%, picked 3% slower ones with
+/// one call a trial in two rounds.)
 const REFINE_MAX_CALLS: usize = 50;
-/// Where the fastest call lasts [`SCREEN_MS`], the refine re-times the close plans in
-/// this many rounds (else three). In the H200's traces of the broad suite whose calls
-/// that long were screened by one call (2026-12-02, 20 rows), the third round never
-/// changed which plan came out fastest (`bench/schedule_sim.py --refine-long-rounds 2`);
-/// on the stem the refine took 4-5 ms of a 17-23 ms first sight. (Two plans instead of
-/// three also changed no pick there, but on the H200 the 3-d bf16 layer, whose three
-/// closest plans lie within 1.3%, then kept one 3.4% slower.)
-const REFINE_ROUNDS_LONG: usize = 2;
 /// The measured tier times the other knob settings of the engines whose first setting came
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
 const STAGE_SPREAD: f32 = 1.1;
@@ -357,16 +354,15 @@ impl Schedule {
     }
 }
 
-/// How the refine stage re-times the close plans when the fastest call took `fastest`
-/// ms: (rounds, calls a trial). Calls of [`SCREEN_MS`] and more: [`REFINE_ROUNDS_LONG`]
-/// rounds; shorter ones: three rounds of at least [`CALLS_PER_TRIAL`] calls. Calls enough
-/// to last [`REFINE_TRIAL_MS`], at most [`REFINE_MAX_CALLS`].
-fn refine_shape(fastest: f32) -> (usize, usize) {
-    let calls = calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS);
+/// Calls a trial of the refine stage takes when the fastest call took `fastest` ms:
+/// enough to last [`REFINE_TRIAL_MS`], or where calls are shorter than [`SCREEN_MS`],
+/// [`REFINE_SHORT_TRIAL_MS`] and at least [`CALLS_PER_TRIAL`]; at most
+/// [`REFINE_MAX_CALLS`].
+fn refine_calls(fastest: f32) -> usize {
     if fastest >= SCREEN_MS {
-        (REFINE_ROUNDS_LONG, calls)
+        calls_lasting(REFINE_TRIAL_MS, fastest, REFINE_MAX_CALLS)
     } else {
-        (3, calls.max(CALLS_PER_TRIAL))
+        calls_lasting(REFINE_SHORT_TRIAL_MS, fastest, REFINE_MAX_CALLS).max(CALLS_PER_TRIAL)
     }
 }
 
@@ -1182,9 +1178,8 @@ impl CudnnContext {
 
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
     /// [`REFINE_TOP`] plans within [`REFINE_SPREAD`] of the fastest are timed again in
-    /// turns (so that a drift of the GPU's clock hits each alike), in the rounds of trials
-    /// of calls [`refine_shape`] gives; each keeps its best trial, and `found` is sorted
-    /// again. Five calls of a short kernel cannot tell apart plans a few percent apart,
+    /// turns (so that a drift of the GPU's clock hits each alike), three trials each of
+    /// [`refine_calls`] calls; each keeps its best trial, and `found` is sorted again. Five calls of a short kernel cannot tell apart plans a few percent apart,
     /// nor one call of a long one; this keeps the measured choice from being the luckiest
     /// trial.
     ///
@@ -1203,7 +1198,7 @@ impl CudnnContext {
         if fastest.is_nan() || fastest <= 0.0 {
             return Ok(());
         }
-        let (rounds, calls) = refine_shape(fastest);
+        let calls = refine_calls(fastest);
         let close = found
             .iter()
             .take(REFINE_TOP)
@@ -1226,7 +1221,7 @@ impl CudnnContext {
             };
             captured.push(graph);
         }
-        for _ in 0..rounds {
+        for _ in 0..3 {
             for ((f, b), g) in found.iter().zip(best.iter_mut()).zip(&captured).take(close) {
                 if f.plan.workspace > ptrs.workspace.1 {
                     continue; // the workspace was given up (out of memory) after its time
@@ -1428,16 +1423,17 @@ mod tests {
     }
 
     #[test]
-    fn the_refine_takes_fewer_rounds_once_calls_are_long() {
-        use super::{
-            refine_shape, CALLS_PER_TRIAL, REFINE_MAX_CALLS, REFINE_ROUNDS_LONG, SCREEN_MS,
-        };
-        assert_eq!(refine_shape(2.0 * SCREEN_MS), (REFINE_ROUNDS_LONG, 1));
-        // Short calls: three rounds of trials of at least CALLS_PER_TRIAL calls, at most
-        // REFINE_MAX_CALLS.
-        assert_eq!(refine_shape(SCREEN_MS / 2.0), (3, CALLS_PER_TRIAL));
-        assert_eq!(refine_shape(0.008), (3, 13));
-        assert_eq!(refine_shape(1e-6), (3, REFINE_MAX_CALLS));
+    fn the_refine_times_short_calls_in_shorter_trials() {
+        use super::{refine_calls, CALLS_PER_TRIAL, REFINE_MAX_CALLS, SCREEN_MS};
+        // Calls of SCREEN_MS and more: enough to last 0.25 ms.
+        assert_eq!(refine_calls(0.5), 1);
+        assert_eq!(refine_calls(0.2), 2);
+        assert_eq!(refine_calls(SCREEN_MS), 3);
+        // Shorter ones: 0.1 ms, at least CALLS_PER_TRIAL, at most REFINE_MAX_CALLS.
+        assert_eq!(refine_calls(0.05), CALLS_PER_TRIAL);
+        assert_eq!(refine_calls(0.008), 13);
+        assert_eq!(refine_calls(1e-6), REFINE_MAX_CALLS);
+        assert_eq!(refine_calls(f32::NAN), REFINE_MAX_CALLS);
     }
 
     #[test]
