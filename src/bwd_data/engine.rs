@@ -354,6 +354,18 @@ impl Schedule {
     }
 }
 
+/// Whether the refine stage replays a close plan (captured again on its addresses), the
+/// fastest call taking `fastest` ms: a plan its trials replayed, and where calls are
+/// shorter than [`SCREEN_MS`] every plan, those timed directly too, so that they compare
+/// as repeated calls run. On the H200 a 3-d TF32 layer at batch 1 had two plans within
+/// 0.5% of each other in the refine, one direct and one replayed, that ran 0.0607 and
+/// 0.0666 ms a call replayed: the launches had cost the direct one 5% in the find.
+/// (Longer calls are not captured again: launches weigh little there, and instantiating
+/// a graph costs 0.2-1.5 ms.)
+fn refine_replays(fastest: f32, replayed: bool) -> bool {
+    replayed || fastest < SCREEN_MS
+}
+
 /// Calls a trial of the refine stage takes when the fastest call took `fastest` ms:
 /// enough to last [`REFINE_TRIAL_MS`], or where calls are shorter than [`SCREEN_MS`],
 /// [`REFINE_SHORT_TRIAL_MS`] and at least [`CALLS_PER_TRIAL`]; at most
@@ -1179,9 +1191,10 @@ impl CudnnContext {
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
     /// [`REFINE_TOP`] plans within [`REFINE_SPREAD`] of the fastest are timed again in
     /// turns (so that a drift of the GPU's clock hits each alike), three trials each of
-    /// [`refine_calls`] calls; each keeps its best trial, and `found` is sorted again. Five calls of a short kernel cannot tell apart plans a few percent apart,
-    /// nor one call of a long one; this keeps the measured choice from being the luckiest
-    /// trial.
+    /// [`refine_calls`] calls, replayed where [`refine_replays`] says; each keeps its best
+    /// trial, and `found` is sorted again. Five calls of a short kernel cannot tell apart
+    /// plans a few percent apart, nor one call of a long one; this keeps the measured
+    /// choice from being the luckiest trial.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for every plan in `found` (a plan needing
@@ -1208,12 +1221,12 @@ impl CudnnContext {
             return Ok(());
         }
         let mut best = [f32::INFINITY; REFINE_TOP];
-        // Each plan whose trials replayed it captured again on these addresses (the
-        // workspace may have grown since its trials).
+        // The plans `refine_replays` names captured again on these addresses (the
+        // workspace may have grown since their trials).
         let mut captured = Vec::with_capacity(close);
         for f in found.iter().take(close) {
             let fits = f.plan.workspace <= ptrs.workspace.1;
-            let graph = if fits && f.replay {
+            let graph = if fits && refine_replays(fastest, f.replay) {
                 // SAFETY: the caller's contract; the workspace is large enough.
                 unsafe { self.capture_trial(&f.plan, ptrs, |_| true)? }
             } else {
@@ -1420,6 +1433,15 @@ mod tests {
         assert!(another_trial(1.0, 1, f32::INFINITY));
         // A failed call (infinity) rules nothing out by itself.
         assert!(another_trial(f32::INFINITY, 1, fastest));
+    }
+
+    #[test]
+    fn the_refine_replays_every_close_plan_of_short_calls() {
+        use super::{refine_replays, SCREEN_MS};
+        assert!(refine_replays(SCREEN_MS / 2.0, false));
+        assert!(refine_replays(SCREEN_MS / 2.0, true));
+        assert!(!refine_replays(SCREEN_MS, false));
+        assert!(refine_replays(4.0 * SCREEN_MS, true));
     }
 
     #[test]
