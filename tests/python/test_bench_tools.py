@@ -26,6 +26,22 @@ def schedule_sim():
     return module
 
 
+def one_row(schedule_sim, tmp_path: Path, trace: str):
+    """The one row of ``trace``, read from a file as the tool reads it, and the file."""
+    path = tmp_path / "trace.txt"
+    path.write_text(trace)
+    [row] = schedule_sim.read_trace(str(path))
+    return row, path
+
+
+def options(schedule_sim, path: Path, **kw: float) -> argparse.Namespace:
+    """Every option off, as the command line leaves it, no per-run wait, then ``kw``."""
+    args = schedule_sim.parser().parse_args([str(path), "--sync-ms", "0"])
+    for k, v in kw.items():
+        setattr(args, k, v)
+    return args
+
+
 # One row in each trace format: before the source was printed, with it, and with how
 # the trials ran (replayed or direct); a configuration that gave no time; the breakdown.
 TRACE = """\
@@ -41,9 +57,7 @@ cudnn_rs find: refine: FindTiming { total: 42.65626ms, heuristics: 2.076893ms, b
 
 
 def test_schedule_sim_reads_every_trace_format(schedule_sim, tmp_path: Path) -> None:
-    path = tmp_path / "trace.txt"
-    path.write_text(TRACE)
-    [row] = schedule_sim.read_trace(str(path))
+    row, _ = one_row(schedule_sim, tmp_path, TRACE)
     assert row.name == "grp32_3x3_c256_28 n=32 f32 NCHW"
     assert row.heuristics == {"MODE_A": 0.958}
     got = [(c.engine, c.knobs, c.source, c.best, c.runs) for c in row.configs]
@@ -69,16 +83,10 @@ cudnn_rs find: engine 2 build 0.01 ms ws 0 from Some(CUDNN_HEUR_MODE_A) ->0.40 r
 def test_schedule_sim_screens_long_calls_and_cuts_slow_warm_ups(
     schedule_sim, tmp_path: Path
 ) -> None:
-    path = tmp_path / "trace.txt"
-    path.write_text(SCREENED)
-    [row] = schedule_sim.read_trace(str(path))
+    row, path = one_row(schedule_sim, tmp_path, SCREENED)
 
     def ns(**kw: float) -> argparse.Namespace:
-        # Every option off, as the command line leaves it, and no per-run wait.
-        args = schedule_sim.parser().parse_args([str(path), "--sync-ms", "0"])
-        for k, v in kw.items():
-            setattr(args, k, v)
-        return args
+        return options(schedule_sim, path, **kw)
 
     # As traced: every run counts; the fastest by its best run is engine 2.
     cost, pick, timed = schedule_sim.simulate(row, ns())
@@ -117,12 +125,10 @@ cudnn_rs find: refine: FindTiming { total: 3.0ms, heuristics: 1.0ms, builds: 0.0
 def test_schedule_sim_ends_trials_behind_the_fastest_and_replays_the_refine(
     schedule_sim, tmp_path: Path
 ) -> None:
-    path = tmp_path / "trace.txt"
-    path.write_text(TRIALS)
-    [row] = schedule_sim.read_trace(str(path))
+    row, path = one_row(schedule_sim, tmp_path, TRIALS)
     assert [c.engine for c in row.configs] == [73, 64, 73]  # the node count is read
     assert len(row.refine_runs) == 9 and row.refine_runs[0] == (8, 0.0335)
-    args = schedule_sim.parser().parse_args([str(path), "--sync-ms", "0"])
+    args = options(schedule_sim, path)
     full, pick, _ = schedule_sim.simulate(row, args)
     assert pick.knobs == "[k2=6]"
     # Engine 64's first trial (0.0400) is over 1.15x the fastest (0.0338): no more
