@@ -14,6 +14,7 @@ row is that pick's traced best time over the fastest traced configuration's.
     python bench/schedule_sim.py bench/find_trace_2026-12-01b.txt.gz \\
         --first-sight bench/first_sight_2026-12-01b.csv --drop-source MODE_B
     ... --fallback-min-engines 6        # fallback-only engines only after < 6 ranked ones
+    ... --lazy-fallback 6               # the fallback list asked only after < 6 ranked
     ... --setting-warm-spread 2.0       # other knob settings: no run after a warm-up this
                                         # many times the fastest
     ... --max-configs 10                # at most this many configurations per row
@@ -138,8 +139,22 @@ def csv_key(name: str) -> tuple[str, str, str, str, str]:
     return layer, batch, dtype, layout, tf32
 
 
+def fallback_unasked(row: Row, min_ranked: int) -> bool:
+    """Whether a timing that asks the fallback list only while fewer than ``min_ranked``
+    ranked engines have been timed (``--lazy-fallback``) would not ask it for this row:
+    as many were timed before its first configuration from that list."""
+    ranked: set[int] = set()
+    for c in row.configs:
+        if "FALLBACK" in c.source:
+            return len(ranked) >= min_ranked
+        if math.isfinite(c.best):
+            ranked.add(c.engine)
+    return False
+
+
 def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, int]:
     """(trial ms, pick, configurations run) of a row under the schedule in args."""
+    unasked = bool(args.lazy_fallback) and fallback_unasked(row, args.lazy_fallback)
     ranked: list[int] = []  # engines ranked by a heuristic other than the fallback list
     seen: set[int] = set()
     fastest = math.inf
@@ -152,6 +167,8 @@ def simulate(row: Row, args: argparse.Namespace) -> tuple[float, Config | None, 
     settings: dict[int, int] = {}  # configurations of each engine timed so far
     for c in row.configs:
         if args.drop_source and args.drop_source in c.source:
+            continue
+        if unasked and "FALLBACK" in c.source:
             continue
         second = c.engine in seen
         if not second and first_stage_over:
@@ -326,6 +343,12 @@ def parser() -> argparse.ArgumentParser:
         "--drop-source", default="", help="leave out this heuristic's configurations"
     )
     ap.add_argument("--fallback-min-engines", type=int, default=0)
+    ap.add_argument(
+        "--lazy-fallback",
+        type=int,
+        default=0,
+        help="ask the fallback list only while fewer ranked engines were timed",
+    )
     ap.add_argument("--setting-warm-spread", type=float, default=0.0)
     ap.add_argument("--max-configs", type=int, default=0)
     ap.add_argument("--tail-spread", type=float, default=0.0)
@@ -431,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             **vars(args),
             "drop_source": "",
             "fallback_min_engines": 0,
+            "lazy_fallback": 0,
             "setting_warm_spread": 0.0,
             "max_configs": 0,
             "tail_spread": 0.0,
@@ -464,10 +488,12 @@ def main(argv: list[str] | None = None) -> int:
         base_cost, _, base_n = simulate(row, base)
         cost, pick, n = simulate(row, args)
         # A heuristic left out is not asked either.
+        lazy = bool(args.lazy_fallback) and fallback_unasked(row, args.lazy_fallback)
         saved_asking = sum(
             ms
             for mode, ms in row.heuristics.items()
-            if args.drop_source and args.drop_source in mode
+            if (args.drop_source and args.drop_source in mode)
+            or (lazy and "FALLBACK" in mode)
         )
         totals["base"] += base_cost
         totals["sim"] += cost

@@ -149,3 +149,26 @@ def test_schedule_sim_ends_trials_behind_the_fastest_and_replays_the_refine(
     traced, replayed, regret = schedule_sim.refine_replay(row, args)
     assert replayed == pytest.approx(8 * (0.0335 + 0.0339))
     assert regret == pytest.approx(0.0330 / 0.0328)
+
+
+def test_schedule_sim_asks_the_fallback_list_only_after_few_ranked_engines(
+    schedule_sim, tmp_path: Path
+) -> None:
+    # TRACE: two engines (25, 0) timed before the fallback list's engine 1, the
+    # fastest; engine 71's notes were refused (no time), engine 50 comes after.
+    row, path = one_row(schedule_sim, tmp_path, TRACE)
+    assert not schedule_sim.fallback_unasked(row, 3)
+    assert schedule_sim.fallback_unasked(row, 2)
+    # Asked only while fewer than two were timed: engine 1 is left out, and the pick is
+    # the fastest of the rest by its runs, engine 25 (0.4879 ms; engine 0's one run is
+    # its warm-up, 0.4901).
+    _, pick, timed = schedule_sim.simulate(row, options(schedule_sim, path))
+    assert (pick.engine, timed) == (1, 4)
+    _, pick, timed = schedule_sim.simulate(
+        row, options(schedule_sim, path, lazy_fallback=2)
+    )
+    assert (pick.engine, timed) == (25, 3)
+    _, pick, _ = schedule_sim.simulate(
+        row, options(schedule_sim, path, lazy_fallback=3)
+    )
+    assert pick.engine == 1
