@@ -25,6 +25,8 @@ row is that pick's traced best time over the fastest traced configuration's.
     ... --setting-tail-spread 3         # second stage: an engine's later settings are
                                         # left out after one this many times the fastest
     ... --max-trials 2                  # at most this many trials a configuration
+    ... --trial-spread 1.15             # no more trials after one of several calls this
+                                        # many times the fastest (lone calls not counted)
     ... --refine                        # count the refine stage as exact (the fastest
                                         # of the up to three within 15%)
     ... --screen --screen-ms 0.1        # where a configuration's one call after its
@@ -36,6 +38,9 @@ row is that pick's traced best time over the fastest traced configuration's.
                                         # settings an engine, once the fastest lasts 0.1 ms
     ... --first-stage-engines 6 --first-stage-ms 0.1  # first stage: no engine after six
                                         # ranked ones, once the fastest lasts 0.1 ms
+    ... --refine-long-top 2 --refine-long-rounds 2  # the traced refine stage replayed
+                                        # with two plans in two rounds where the fastest
+                                        # call lasts --refine-long-ms (0.1)
 
 Prints one line per row that changes and a summary (trial time, rows whose pick is
 slower than the best by more than 1%, estimated first sights against PyTorch's

@@ -35,9 +35,9 @@ const REFINE_SHORT_TRIAL_MS: f32 = 0.1;
 /// calls of a short plan) spread more from one round to the next (median 1.2% a plan,
 /// 156 plans) than the five-call trials of replayed plans did (0.7%, 304 plans): what
 /// varies is the run, not the call, and the longer trials cost rows of short calls 2-2.5
-/// ms of a 4-12 ms first sight. (Calls of 0.1-0.25 ms keep two calls a trial: the 3-d
-/// half-precision layers, whose closest plans lie within 2%, picked 3% slower ones with
-/// one call a trial in two rounds.)
+/// ms of a 4-12 ms first sight. (Calls of 0.1 ms and more keep trials of 0.25 ms: with
+/// one call a trial in two rounds, the 3-d half-precision layers, whose closest plans lie
+/// within 2%, picked 2.4-3.5% slower ones in two runs on the H200.)
 const REFINE_MAX_CALLS: usize = 50;
 /// The measured tier times the other knob settings of the engines whose first setting came
 /// within this factor of the fastest (see [`CudnnContext::time_engines`]).
@@ -184,11 +184,11 @@ fn worth_a_call(warm_ms: f32, fastest: f32) -> bool {
     warm_ms <= spread * fastest
 }
 
-/// Whether a plan whose best so far is `best` ms after `trials` trials of several calls
-/// (a lone call, with none) gets another, the fastest plan so far taking `fastest` ms: at
-/// most three; none once `best` is [`CONTENDER_SPREAD`] times `fastest` (a lone call of a
-/// short plan can take twice its trials' time), nor, after a trial, [`TRIAL_SPREAD`]
-/// times.
+/// Whether a plan gets another trial, its best time so far being `best` ms after
+/// `trials` trials of several calls (with none, `best` is its lone sizing call) and the
+/// fastest plan so far taking `fastest` ms: at most three; none once `best` is
+/// [`CONTENDER_SPREAD`] times `fastest` (a lone call of a short plan can take twice its
+/// trials' time), nor, after a trial, [`TRIAL_SPREAD`] times.
 fn another_trial(best: f32, trials: usize, fastest: f32) -> bool {
     let behind = |spread: f32| best.is_finite() && best > spread * fastest;
     trials < 3 && !behind(CONTENDER_SPREAD) && !(trials > 0 && behind(TRIAL_SPREAD))
