@@ -49,10 +49,10 @@ const STAGE_SPREAD: f32 = 1.1;
 /// (`bench/schedule_sim.py --trial-spread 1.15`, 426 first sights of 2026-12-01 to
 /// 12-02) moved one pick, by 1.0%, and spared 13% of the trials' time.
 const TRIAL_SPREAD: f32 = REFINE_SPREAD;
-/// A plan whose trial is slower than the fastest so far by more than this factor is not
-/// a contender: its other trials are skipped. Far outside [`REFINE_SPREAD`], for trials
-/// issued directly (see [`Runner`]): there a plan of many kernels can take 1.5-2x its
-/// replayed time.
+/// A plan whose lone sizing call (the one after its warm-up) is slower than the fastest
+/// so far by more than this factor is not a contender: it gets no trials. Far outside
+/// [`TRIAL_SPREAD`], which rules on trials: a lone call of a short plan can take twice
+/// its trials' time (see [`another_trial`]).
 const CONTENDER_SPREAD: f32 = 2.0;
 /// In a staged timing, a configuration this many times slower than the fastest so far
 /// ends the first stage: the heuristics rank the rest lower still. On the H200
@@ -648,9 +648,11 @@ impl CudnnContext {
     /// inputs (one warm-up run, then one call, which stands as the time where it lasts
     /// 0.1 ms, else the best of three trials of up to five calls, enough to last 1 ms; an
     /// engine ten times slower than the fastest so far on its warm-up (2.5 times, once the
-    /// fastest call lasts 0.1 ms) is not run again, and one twice as slow on a trial gets
-    /// no more trials; the up to three within 15% of the fastest are then timed again in
-    /// turns, in trials of at least 0.25 ms), writing into a scratch `dx`. Fastest first.
+    /// fastest call lasts 0.1 ms) is not run again, and one whose lone call is twice as
+    /// slow, or whose trial is 15% slower, gets no more trials; the up to three within 15%
+    /// of the fastest are then timed again in turns, in trials of at least 0.25 ms, or of
+    /// 0.1 ms and at least five calls where calls are shorter than 0.1 ms), writing into a
+    /// scratch `dx`. Fastest first.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -1380,10 +1382,7 @@ mod tests {
         assert!(!long_calls_end_first_stage(LONG_CALL_RANKED - 1, long));
         assert!(long_calls_end_first_stage(LONG_CALL_RANKED, long));
         assert!(!long_calls_end_first_stage(LONG_CALL_RANKED + 5, short));
-        assert!(!long_calls_end_first_stage(
-            LONG_CALL_RANKED,
-            f32::INFINITY / 0.0 * 0.0
-        ));
+        assert!(!long_calls_end_first_stage(LONG_CALL_RANKED, f32::NAN));
         assert!(!long_calls_end_settings(LONG_CALL_SETTINGS - 1, long));
         assert!(long_calls_end_settings(LONG_CALL_SETTINGS, long));
         assert!(!long_calls_end_settings(LONG_CALL_SETTINGS + 5, short));
