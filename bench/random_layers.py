@@ -183,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             theirs, ours, err = calls(conv, n, dt, fmt, gen, handle=handle)
             before = find_timing()
-            tf, of = timer.first_call_ms(theirs), timer.first_call_ms(ours)
+            tf = timer.first_call_ms(theirs)
+            # The find's trace (CUDNN_RS_FIND_TRACE=1) split by row, as first_sight.py's.
+            print(f"== row {label}", file=sys.stderr, flush=True)
+            of = timer.first_call_ms(ours)
             find = find_timing()
             if find == before:  # no measurement in this call (the kernel of our own)
                 find = {}

@@ -85,6 +85,13 @@ const MAX_MULTIPLIER: usize = 2;
 /// channel that stays with cuDNN (see the module documentation): at 0.3 million elements
 /// the kernel took 0.005 ms against cuDNN's 0.008, at 6.4 million 0.036 against 0.022.
 const HALF_CUDNN_ELEMENTS: usize = 1 << 20;
+/// The largest plane (dx's height times width) of a 7x7 layer among those
+/// ([`HALF_CUDNN_ELEMENTS`]) that the measured default still runs with the kernel: cuDNN's
+/// engine, compiled at run time (0.3-0.6 s on a shape's first call), is no faster there.
+/// On the H200 (`bench/dw_sweep.py`, NCHW, batch 32, f16 and bf16) it took 1.02x the
+/// kernel's time a call on 14x14 planes (384 channels) and 1.27x on 7x7 (768), but 0.79x
+/// on 28x28 (192) and 0.93-0.96x on 56x56 (96).
+const HALF_7X7_KERNEL_PLANE: usize = 400;
 /// The bound on padding, dilation and stride (see [`runs`]).
 const MAX_GEOMETRY: usize = 1 << 16;
 /// The widest 2-d filter of an entry point taking the filter's height at run time (the
@@ -493,9 +500,10 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
 /// [`HALF_CUDNN_ELEMENTS`] elements. There cuDNN's NCHW depthwise engine takes about 0.6x
 /// the kernel's time a call, but cuDNN compiles it at run time, 0.2-1.1 s on a shape's
 /// first call. The measured default (`benchmark`) leaves all of them to cuDNN (and
-/// times its engines); the untimed default only the float16 3x3 and 5x5 ones, where
-/// PyTorch's default runs the same cuDNN engine (so the kernel, 1.5x slower, would lose
-/// to PyTorch there) and compiles it as well. On the others PyTorch runs its own kernel,
+/// times its engines) but the 7x7 ones of small planes ([`HALF_7X7_KERNEL_PLANE`]),
+/// where cuDNN's engine is no faster; the untimed default only the float16 3x3 and 5x5
+/// ones, where PyTorch's default runs the same cuDNN engine (so the kernel, 1.5x slower,
+/// would lose to PyTorch there) and compiles it as well. On the others PyTorch runs its own kernel,
 /// with nothing to compile, which the kernel beats (0.4x its time). Channels-last float16
 /// 3x3 and 5x5 layers stay with cuDNN in both tiers (see [`runs`] for the measurements),
 /// and so do channels-last layers under [`NHWC_ELEMENTS`] ([`NHWC_7X7_ELEMENTS`] for 7x7).
@@ -513,6 +521,8 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
         && multiplier == 1
         && p.dx.len() >= HALF_CUDNN_ELEMENTS;
     let as_pytorch = p.dx.dtype() == DType::F16 && matches!(extent, [3, 3] | [5, 5]);
+    let plane: usize = p.dx.shape().get(2..).map_or(0, |s| s.iter().product());
+    let kernel_7x7 = extent == [7, 7] && plane <= HALF_7X7_KERNEL_PLANE;
     // Channels last: float16 3x3 and 5x5 stay with cuDNN, whose Hopper engine for them
     // (`sm90_xmma_depthwise_convolution_dgrad_tiling_f16`, where its heuristics pick it)
     // took 0.6-0.87x the kernel's time.
@@ -524,7 +534,7 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
         NHWC_ELEMENTS
     };
     let nhwc_small = p.dx.format() == Format::Nhwc && p.dx.len() < least;
-    !(cudnn_half && (benchmark || as_pytorch)) && !nhwc_f16 && !nhwc_small
+    !(cudnn_half && (as_pytorch || (benchmark && !kernel_7x7))) && !nhwc_f16 && !nhwc_small
 }
 
 /// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
@@ -894,6 +904,40 @@ mod tests {
         for benchmark in [false, true] {
             let f32 = Case::depthwise(&big, &[3, 3]);
             assert!(f32.plan_in(benchmark).is_some(), "f32");
+        }
+    }
+
+    #[test]
+    fn the_measured_default_keeps_large_half_7x7_layers_of_small_planes_on_the_kernel() {
+        // Over the element bound, 14x14 and 28x28 planes (ConvNeXt's stages).
+        let (small_plane, large_plane) = ([32, 384, 14, 14], [32, 192, 28, 28]);
+        for dtype in [DType::F16, DType::BF16] {
+            let case =
+                |x: &[usize], k: usize| Case::depthwise(x, &[k, k]).with(|c| c.dtype = dtype);
+            assert!(
+                case(&small_plane, 7).plan_in(true).is_some(),
+                "{dtype:?} 14x14"
+            );
+            assert!(
+                case(&large_plane, 7).plan_in(true).is_none(),
+                "{dtype:?} 28x28"
+            );
+            // Only 7x7: 3x3 and 5x5 layers of small planes stay with cuDNN.
+            for k in [3, 5] {
+                assert!(
+                    case(&small_plane, k).plan_in(true).is_none(),
+                    "{dtype:?} {k}x{k}"
+                );
+            }
+            // The untimed default runs both 7x7 layers with the kernel.
+            assert!(
+                case(&small_plane, 7).plan().is_some(),
+                "{dtype:?} 14x14 untimed"
+            );
+            assert!(
+                case(&large_plane, 7).plan().is_some(),
+                "{dtype:?} 28x28 untimed"
+            );
         }
     }
 

@@ -430,6 +430,47 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("x", "k", "dtype", "kernel"),
+    [
+        # 7x7 on a 14x14 plane (over 2^20 elements of dx): the kernel, in both tiers.
+        ((32, 384, 14, 14), 7, "float16", True),
+        ((32, 384, 14, 14), 7, "bfloat16", True),
+        # 3x3 on the same plane in bfloat16: cuDNN's compiled engine, measured.
+        ((32, 384, 14, 14), 3, "bfloat16", False),
+    ],
+)
+def test_the_measured_tier_on_large_half_precision_depthwise_layers(
+    gpu: cd.Handle, x: tuple[int, ...], k: int, dtype: str, kernel: bool
+) -> None:
+    # With benchmark on, large half-precision NCHW depthwise layers go to cuDNN's engine
+    # (timed), but for 7x7 ones of planes up to 400 elements, which the kernel runs.
+    torch = pytest.importorskip("torch")
+    layer = Layer(x, (k, k), k // 2)
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(
+        zlib.crc32(f"{x} {k} {dtype}".encode())
+    )
+    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
+    dx = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
+    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
+    ops = _imports(h, w, dy, dx)
+    conv, algo = _conv(layer), cd.DefaultAlgo()
+    size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
+    ws = cd.Workspace(h, size) if size else None
+
+    def call() -> None:
+        h.convolution_backward_data(1.0, ops[0], ops[1], conv, algo, ws, 0.0, ops[2])
+
+    ran = _kernels_run(torch, call)
+    assert any(n.startswith("dw_dgrad") for n in ran) == kernel, (kernel, ran)
+    expected = _reference(torch, layer, w, dy)
+    err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+    assert err < TOL[dtype], f"{x} {k}x{k} {dtype}: relative error {err}"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["3x3x3_s1x2x2", "9x9_cl"])
 def test_the_kernel_is_captured_into_a_torch_cuda_graph(
     gpu: cd.Handle, name: str
