@@ -59,7 +59,8 @@ from dataclasses import dataclass, field
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 CONFIG = re.compile(
     r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
-    r"(?: nodes \d+)?(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
+    r"(?: nodes \d+)?(?: prep [\d.]+ ms wall [\d.]+ ms)?(?: from (\S+))?"
+    r"(?: replayed| direct)? ->(\S+) runs(.*)"
 )
 RUN = re.compile(r"(\d+)x([\d.]+)")
 HEURISTIC = re.compile(
@@ -134,9 +135,12 @@ def read_trace(path: str) -> list[Row]:
     return rows
 
 
-def csv_key(name: str) -> tuple[str, str, str, str, str]:
-    """(layer, batch, dtype, layout, tf32) of a trace row, as first_sight.py's CSV."""
+def csv_key(name: str) -> tuple[str, ...]:
+    """(layer, batch, dtype, layout, tf32) of a trace row, as first_sight.py's CSV; a
+    row of random_layers.py (whose CSV names each row by its label): the label's words."""
     parts = name.split()
+    if len(parts) < 4 or parts[2] not in DTYPES:
+        return tuple(parts)
     layer, batch, dtype, layout = parts[0], parts[1][2:], DTYPES[parts[2]], parts[3]
     tf32 = ""
     if dtype == "float32":
@@ -343,7 +347,10 @@ def parser() -> argparse.ArgumentParser:
     """The command line: every schedule option, off by default."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
-    ap.add_argument("--first-sight", help="first_sight.py's CSV of the same run")
+    ap.add_argument(
+        "--first-sight",
+        help="first_sight.py's (or random_layers.py --measured's) CSV of the same run",
+    )
     ap.add_argument(
         "--drop-source", default="", help="leave out this heuristic's configurations"
     )
@@ -481,6 +488,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.first_sight:
         with open(args.first_sight) as f:
             for r in csv.DictReader(f):
+                if "row" in r:  # random_layers.py --measured
+                    if r.get("failed"):
+                        continue
+                    key = tuple(r["row"].split())
+                    torch_first[key] = (
+                        float(r["torch_first_ms"]),
+                        float(r["ours_first_ms"]),
+                    )
+                    continue
                 key = (r["layer"], r["batch"], r["dtype"], r["layout"], r["tf32"])
                 torch_first[key] = (
                     float(r["torch_bench_first_ms"]),

@@ -213,6 +213,9 @@ std::thread_local! {
     /// The node count of the configuration's first capture (0: not captured), for the
     /// trace.
     static NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The configuration's time capturing (and instantiating) its call, for the trace.
+    static PREP: std::cell::Cell<std::time::Duration> =
+        const { std::cell::Cell::new(std::time::Duration::ZERO) };
 }
 
 /// Prints one traced configuration's line and forgets its runs.
@@ -874,6 +877,7 @@ impl CudnnContext {
             // with the sizes the graph and this plan need.
             let (best, captured) =
                 unsafe { self.time_config(&plan, &ptrs, (&start, &end), fastest, screen)? };
+            let config_wall = running.elapsed();
             if screen {
                 let engine = c.config.index();
                 other_settings.push(engine);
@@ -893,11 +897,14 @@ impl CudnnContext {
             timing.trials += running.elapsed();
             if tracing() {
                 trace_line(&format!(
-                    "{:?} build {:.3} ms ws {} nodes {} from {:?} {} ->{best:.4}",
+                    "{:?} build {:.3} ms ws {} nodes {} prep {:.3} ms wall {:.3} ms from {:?} {} \
+                     ->{best:.4}",
                     c.config,
                     build_time.as_secs_f64() * 1e3,
                     plan.workspace,
                     NODES.with(std::cell::Cell::get),
+                    PREP.with(std::cell::Cell::get).as_secs_f64() * 1e3,
+                    config_wall.as_secs_f64() * 1e3,
                     c.from,
                     if captured.is_some() {
                         "replayed"
@@ -977,6 +984,7 @@ impl CudnnContext {
         let Some(side) = self.graphs.borrow_mut().side_stream() else {
             return Ok(None);
         };
+        let preparing = std::time::Instant::now();
         let (lib, handle) = (self.lib, self.as_raw());
         let call = || {
             // SAFETY: the plan's problem's addresses (this function's contract).
@@ -987,6 +995,7 @@ impl CudnnContext {
         // SAFETY: `side` is this context's live private stream; `issue` only enqueues the
         // call there.
         let exec = unsafe { crate::replay::capture_owned(side, issue, keep) };
+        PREP.with(|p| p.set(p.get() + preparing.elapsed()));
         self.apply_stream()?;
         Ok(exec)
     }
@@ -1012,6 +1021,7 @@ impl CudnnContext {
     ) -> Result<(f32, Option<crate::replay::OwnedExec>)> {
         let direct = Runner::Direct(plan);
         NODES.with(|n| n.set(0));
+        PREP.with(|p| p.set(std::time::Duration::ZERO));
         let keep = |nodes: usize| {
             NODES.with(|n| n.set(nodes));
             nodes > 1

@@ -435,7 +435,14 @@ fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Ve
         Ty::CUDNN_TYPE_HEUR_MODE,
         mode as u32,
     )?;
+    let asked = std::time::Instant::now();
     heur.finalize(|| format!("asking the graph-API heuristic ({mode:?})"))?;
+    if tracing() {
+        eprintln!(
+            "cudnn_rs find: heuristic {mode:?} finalized in {:.3} ms",
+            asked.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let count = heur
         .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
         .min(MAX_CANDIDATES);

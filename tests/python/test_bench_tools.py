@@ -117,7 +117,7 @@ TRIALS = """\
 == row 1x1s2_256to512_56 n=32 f16 NHWC tf32
 cudnn_rs find: engine 73 [k2=0] build 0.01 ms ws 131 nodes 2 from Some(CUDNN_HEUR_MODE_A) replayed ->0.0338 runs 1x0.0575 1x0.0362 5x0.0344 5x0.0340 5x0.0338
 cudnn_rs find: engine 64 [k2=4] build 0.01 ms ws 0 nodes 1 from Some(CUDNN_HEUR_MODE_A) direct ->0.0380 runs 1x0.0400 1x0.0390 5x0.0400 5x0.0380 5x0.0385
-cudnn_rs find: engine 73 [k2=6] build 0.01 ms ws 131 nodes 2 from Some(CUDNN_HEUR_MODE_A) replayed ->0.0336 runs 1x0.0418 1x0.0363 5x0.0336 5x0.0337 5x0.0338
+cudnn_rs find: engine 73 [k2=6] build 0.01 ms ws 131 nodes 2 prep 0.120 ms wall 0.900 ms from Some(CUDNN_HEUR_MODE_A) replayed ->0.0336 runs 1x0.0418 1x0.0363 5x0.0336 5x0.0337 5x0.0338
 cudnn_rs find: refine: FindTiming { total: 3.0ms, heuristics: 1.0ms, builds: 0.03ms, trials: 1.5ms, refine: 0.5ms } runs 8x0.0335 8x0.0339 8x0.0346 8x0.0330 8x0.0328 8x0.0340 8x0.0332 8x0.0342 8x0.0343
 """
 
@@ -126,7 +126,8 @@ def test_schedule_sim_ends_trials_behind_the_fastest_and_replays_the_refine(
     schedule_sim, tmp_path: Path
 ) -> None:
     row, path = one_row(schedule_sim, tmp_path, TRIALS)
-    assert [c.engine for c in row.configs] == [73, 64, 73]  # the node count is read
+    # The node count, and the capture's and the configuration's wall times, are read.
+    assert [c.engine for c in row.configs] == [73, 64, 73]
     assert len(row.refine_runs) == 9 and row.refine_runs[0] == (8, 0.0335)
     args = options(schedule_sim, path)
     full, pick, _ = schedule_sim.simulate(row, args)
