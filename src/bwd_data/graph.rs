@@ -437,20 +437,29 @@ fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Ve
     )?;
     let asked = std::time::Instant::now();
     heur.finalize(|| format!("asking the graph-API heuristic ({mode:?})"))?;
-    if tracing() {
-        eprintln!(
-            "cudnn_rs find: heuristic {mode:?} finalized in {:.3} ms",
-            asked.elapsed().as_secs_f64() * 1e3
-        );
-    }
+    let finalized = asked.elapsed();
     let count = heur
         .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
         .min(MAX_CANDIDATES);
+    let counted = asked.elapsed();
     let mut cfgs = (0..count)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
         .collect::<Result<Vec<_>>>()?;
+    let made = asked.elapsed();
     let filled = heur.get_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS, &cfgs)?;
     cfgs.truncate(filled);
+    if tracing() {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let between = |a: std::time::Duration, b| ms(a.saturating_sub(b));
+        eprintln!(
+            "cudnn_rs find: heuristic {mode:?} finalized in {:.3} ms, counted in {:.3}, \
+             descriptors made in {:.3}, read in {:.3}",
+            ms(finalized),
+            between(counted, finalized),
+            between(made, counted),
+            between(asked.elapsed(), made)
+        );
+    }
     Ok(cfgs)
 }
 
