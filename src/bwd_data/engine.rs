@@ -61,14 +61,9 @@ const CONTENDER_SPREAD: f32 = 2.0;
 /// first sights' time.
 const TAIL_SPREAD: f32 = 10.0;
 /// In a staged timing, a configuration whose trials come out this many times slower
-/// than the fastest so far also ends the first stage's ranked part. Replaying the H200's
-/// traces of the broad suite (`bench/schedule_sim.py --tail-spread`, 138 first sights):
-/// at 4 no pick changed and the trials took 14% less time; at 3 one pick was 1% slower.
-/// Engines only the fallback list names are still timed then, as long as
-/// [`FALLBACK_MIN_RANKED`] allows: a layer drawn at random (3x3, 1024 to 8 channels, f32
-/// channels-last, `bench/row_probe.py`) had two ranked engines that fit its math type,
-/// the second 7.5 times the first, and the fallback list's engine 1 was 4% faster than
-/// the first.
+/// than the fastest so far also ends the first stage. Replaying the H200's traces of the
+/// broad suite (`bench/schedule_sim.py --tail-spread`, 138 first sights): at 4 no pick
+/// changed and the trials took 14% less time; at 3 one pick was 1% slower.
 const STAGE_END_SPREAD: f32 = 4.0;
 /// In a staged timing's second stage, a knob setting this many times slower than the
 /// fastest rules out the engine's settings ranked after it: the heuristics rank an
@@ -345,28 +340,6 @@ impl Schedule {
         if !self.second_stage {
             self.queue.truncate(self.next);
         }
-    }
-
-    /// Ends the ranked part of a staged schedule's first stage now: as
-    /// [`Self::end_first_stage`], but the first settings of engines no configuration
-    /// `ranked` marks lists (those only the fallback list names) stay queued. The fallback
-    /// list is no ranking: a slow ranked engine says nothing of its engines (see
-    /// [`STAGE_END_SPREAD`]).
-    fn end_ranked_first_stage(&mut self, ranked: &[bool]) {
-        if self.second_stage {
-            return;
-        }
-        let listed: Vec<i64> = (self.engines.iter().zip(ranked))
-            .filter_map(|(&e, &r)| r.then_some(e))
-            .collect();
-        let engines = &self.engines;
-        let unranked: Vec<usize> = self.queue[self.next..]
-            .iter()
-            .copied()
-            .filter(|&i| !listed.contains(&engines[i]))
-            .collect();
-        self.queue.truncate(self.next);
-        self.queue.extend(unranked);
     }
 
     /// How many configurations stopping now leaves out: what is left in the queue and,
@@ -916,9 +889,7 @@ impl CudnnContext {
             // (No-ops in an exhaustive schedule; the first in the second stage, the second
             // in the first.)
             if best.is_finite() && best >= STAGE_END_SPREAD * fastest {
-                // Engines only the fallback list names stay (FALLBACK_MIN_RANKED rules
-                // them out once enough ranked ones were timed).
-                schedule.end_ranked_first_stage(&ranked);
+                schedule.end_first_stage();
             }
             if best.is_finite() && best >= SETTING_END_SPREAD * fastest {
                 schedule.end_engine(i);
@@ -1623,30 +1594,6 @@ mod tests {
         all.untimed(0);
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [1, 2, 3, 4, 5]);
-    }
-
-    #[test]
-    fn a_slow_ranked_engine_ends_the_ranked_first_stage_but_not_the_fallback_lists() {
-        // Engines 74 and 0 ranked (74 listed twice); then 25 (ranked, listed after) and
-        // 1, only on the fallback list.
-        let engines = vec![74, 0, 25, 74, 1];
-        let ranked = [true, true, true, true, false];
-        let mut s = Schedule::new(engines.clone(), true);
-        assert_eq!(s.next(Vec::new), Some(0));
-        assert_eq!(s.next(Vec::new), Some(1));
-        // Engine 0 came out far slower than 74: 25 is ruled out, 1 is still timed, and
-        // then the second stage (74's other setting).
-        s.end_ranked_first_stage(&ranked);
-        assert_eq!(s.next(Vec::new), Some(4));
-        assert_eq!(s.next(|| vec![74]), Some(3));
-        assert_eq!(s.next(Vec::new), None);
-        // In the second stage it changes nothing; nor in an exhaustive schedule.
-        s.end_ranked_first_stage(&ranked);
-        assert_eq!(s.next(Vec::new), None);
-        let mut all = Schedule::new(engines, false);
-        all.end_ranked_first_stage(&ranked);
-        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
-        assert_eq!(order, [0, 1, 2, 3, 4]);
     }
 
     #[test]

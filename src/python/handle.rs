@@ -197,11 +197,11 @@ impl PyHandle {
     /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
     /// query) of a problem times the engines cuDNN's instant heuristic (mode A) and
     /// fallback list rank on scratch buffers (each one's first-ranked knob setting in rank
-    /// order until a ranked one is four times slower than the fastest, then the ranked
-    /// settings of those within 10% of the fastest, an engine's until one is three times
-    /// slower; engines only the fallback list names only while fewer than six ranked ones
-    /// were timed), within `benchmark_budget_ms`, and later calls run the fastest;
-    /// `save_algorithm_cache` keeps the winners. False
+    /// order until one is four times slower than the fastest, then the ranked settings of
+    /// those within 10% of the fastest, an engine's until one is three times slower; engines
+    /// only the fallback list names only while fewer than six ranked ones were timed), within
+    /// `benchmark_budget_ms`,
+    /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
     /// (the default): the choice is made without timing, the same in every process.
     #[getter]
     fn get_benchmark(&self, py: Python<'_>) -> PyResult<bool> {
