@@ -293,7 +293,8 @@ wide)  # the GPU tests (Rust with memcheck, also on the eight-output entry point
   abs_out=$(cd "$out" && pwd)
   TAIL=12 run random_measured 150 bash -c "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --max-minutes ${RANDOM_MINUTES:-1.8} ${RANDOM_ARGS:---seed 2 --rows 60}"
   ;;
-unseen)  # layers drawn at random (new seeds) in both tiers, the measured tier's traced
+unseen)  # layers drawn at random (new seeds) in both tiers, the measured tier's finds
+         # traced; then PYTEST_K's pytest subset and BROAD_LAYERS' broad rows
   TAIL=10 run wheel_demo 60 bash -c wheel_check
   abs_out=$(cd "$out" && pwd)
   TAIL=24 run random_layers 200 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --seed ${RANDOM_SEED:-4} --rows ${RANDOM_ROWS:-80} --max-minutes ${RANDOM_MINUTES:-2.5}"

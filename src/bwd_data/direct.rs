@@ -503,10 +503,11 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
 /// times its engines) but the 7x7 ones of small planes ([`HALF_7X7_KERNEL_PLANE`]),
 /// where cuDNN's engine is no faster; the untimed default only the float16 3x3 and 5x5
 /// ones, where PyTorch's default runs the same cuDNN engine (so the kernel, 1.5x slower,
-/// would lose to PyTorch there) and compiles it as well. On the others PyTorch runs its own kernel,
-/// with nothing to compile, which the kernel beats (0.4x its time). Channels-last float16
-/// 3x3 and 5x5 layers stay with cuDNN in both tiers (see [`runs`] for the measurements),
-/// and so do channels-last layers under [`NHWC_ELEMENTS`] ([`NHWC_7X7_ELEMENTS`] for 7x7).
+/// would lose to PyTorch there) and compiles it as well. On the others PyTorch runs its
+/// own kernel, with nothing to compile, which the kernel beats (0.4x its time).
+/// Channels-last float16 3x3 and 5x5 layers stay with cuDNN in both tiers (see [`runs`]
+/// for the measurements), and so do channels-last layers under [`NHWC_ELEMENTS`]
+/// ([`NHWC_7X7_ELEMENTS`] for 7x7).
 fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
     let conv = p.conv.params();
     let channels = p.dx.shape().get(1).copied().unwrap_or(1).max(1);
