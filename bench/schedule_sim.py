@@ -38,6 +38,8 @@ row is that pick's traced best time over the fastest traced configuration's.
                                         # settings an engine, once the fastest lasts 0.1 ms
     ... --first-stage-engines 6 --first-stage-ms 0.1  # first stage: no engine after six
                                         # ranked ones, once the fastest lasts 0.1 ms
+    ... --breakdown                     # where each first sight's time went (traces
+                                        # with capture and wall times, 2026-12-02g on)
     ... --refine-long-top 2 --refine-long-rounds 2  # the traced refine stage replayed
                                         # with two plans in two rounds where the fastest
                                         # call lasts --refine-long-ms (0.1)
@@ -59,12 +61,16 @@ from dataclasses import dataclass, field
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 CONFIG = re.compile(
     r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
-    r"(?: nodes \d+)?(?: prep [\d.]+ ms wall [\d.]+ ms)?(?: from (\S+))?"
-    r"(?: replayed| direct)? ->(\S+) runs(.*)"
+    r"(?: nodes \d+)?(?: prep (?P<prep>[\d.]+) ms wall (?P<wall>[\d.]+) ms)?"
+    r"(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
 )
 RUN = re.compile(r"(\d+)x([\d.]+)")
 HEURISTIC = re.compile(
     r"cudnn_rs find: heuristic CUDNN_HEUR_(\S+): \d+ configurations in ([\d.]+) ms"
+)
+# (Traces from 2026-12-02g on.) How long reading a heuristic's results took.
+HEURISTIC_READ = re.compile(
+    r"cudnn_rs find: heuristic CUDNN_HEUR_(\S+) finalized in .* read in ([\d.]+)"
 )
 TOTAL = re.compile(
     r"FindTiming \{ total: ([\d.]+)(ms|µs|ns|s),.*trials: ([\d.]+)(ms|µs|ns|s)"
@@ -81,6 +87,10 @@ class Config:
     source: str
     best: float
     runs: list[tuple[int, float]]
+    # Capturing (and instantiating) its call, and its whole timing, in ms (NaN in traces
+    # before 2026-12-02g).
+    prep: float = math.nan
+    wall: float = math.nan
 
 
 @dataclass
@@ -91,6 +101,8 @@ class Row:
     trials_ms: float = math.nan
     refine_ms: float = 0.0
     heuristics: dict[str, float] = field(default_factory=dict)
+    # Of each heuristic's time, reading its results (traces from 2026-12-02g on).
+    heuristic_reads: dict[str, float] = field(default_factory=dict)
     # The refine stage's runs in the order they ran: rounds of one run per close plan.
     refine_runs: list[tuple[int, float]] = field(default_factory=list)
 
@@ -106,18 +118,28 @@ def read_trace(path: str) -> list[Row]:
                 continue
             if not rows:
                 continue
+            r = HEURISTIC_READ.match(line)
+            if r:
+                rows[-1].heuristic_reads[r.group(1)] = float(r.group(2))
+                continue
             h = HEURISTIC.match(line)
             if h:
                 rows[-1].heuristics[h.group(1)] = float(h.group(2))
                 continue
             m = CONFIG.match(line)
             if m:
-                best = float(m.group(6)) if m.group(6) != "inf" else math.inf
-                runs = [(int(n), float(ms)) for n, ms in RUN.findall(m.group(7))]
-                source = (m.group(5) or "").replace("Some(CUDNN_HEUR_", "").rstrip(")")
+                best = float(m.group(8)) if m.group(8) != "inf" else math.inf
+                runs = [(int(n), float(ms)) for n, ms in RUN.findall(m.group(9))]
+                source = (m.group(7) or "").replace("Some(CUDNN_HEUR_", "").rstrip(")")
+                timing = [float(m[k]) if m[k] else math.nan for k in ("prep", "wall")]
                 rows[-1].configs.append(
                     Config(
-                        int(m.group(1)), (m.group(2) or "").strip(), source, best, runs
+                        int(m.group(1)),
+                        (m.group(2) or "").strip(),
+                        source,
+                        best,
+                        runs,
+                        *timing,
                     )
                 )
                 continue
@@ -343,10 +365,67 @@ def refine_replay(
     return traced, replayed, full[pick] / min(full)
 
 
+def breakdown(row: Row) -> dict[str, float]:
+    """Where a traced first sight's time went (ms): the configurations' calls on the GPU,
+    their captures, their whole timing (wall), the rest of it (the launches, event
+    waits and host work around the calls), the heuristics (reading their results among
+    it) and the refine stage; and the counts of configurations, runs and calls. Wall,
+    capture and the rest are NaN in traces before 2026-12-02g."""
+    timed = [c for c in row.configs if c.runs]
+    gpu = sum(n * ms for c in timed for n, ms in c.runs)
+    prep = sum(c.prep for c in timed)
+    wall = sum(c.wall for c in timed)
+    return {
+        "configs": len(timed),
+        "runs": sum(len(c.runs) for c in timed),
+        "calls": sum(n for c in timed for n, _ in c.runs),
+        "gpu_ms": gpu,
+        "capture_ms": prep,
+        "wall_ms": wall,
+        "rest_ms": wall - gpu - prep,
+        "heuristics_ms": sum(row.heuristics.values()),
+        "read_ms": sum(row.heuristic_reads.values()),
+        "refine_ms": row.refine_ms,
+        "total_ms": row.total_ms,
+    }
+
+
+def print_breakdown(rows: list[Row]) -> None:
+    """``--breakdown``: one line per row and the sums."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        b = breakdown(row)
+        for k, v in b.items():
+            totals[k] = totals.get(k, 0.0) + (0.0 if math.isnan(v) else v)
+        print(
+            f"{row.name[:58]:58s} configs {b['configs']:3.0f} runs {b['runs']:4.0f} "
+            f"calls {b['calls']:5.0f} gpu {b['gpu_ms']:7.2f} capture "
+            f"{b['capture_ms']:6.2f} wall {b['wall_ms']:7.2f} heuristics "
+            f"{b['heuristics_ms']:5.2f} (read {b['read_ms']:5.2f}) refine "
+            f"{b['refine_ms']:5.2f} total {b['total_ms']:7.2f}"
+        )
+    timed = any(not math.isnan(breakdown(row)["wall_ms"]) for row in rows)
+    if not timed:  # a trace without capture and wall times
+        for k in ("capture_ms", "wall_ms", "rest_ms"):
+            totals.pop(k, None)
+    line = f"\n{len(rows)} rows: " + ", ".join(
+        f"{k} {v:.1f}" for k, v in totals.items()
+    )
+    if timed:
+        per_run = 1e3 * totals["rest_ms"] / max(totals["runs"], 1)
+        line += f"; the rest {per_run:.1f} us a timed run"
+    print(line)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: every schedule option, off by default."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print where each traced first sight's time went, and nothing else",
+    )
     ap.add_argument(
         "--first-sight",
         help="first_sight.py's (or random_layers.py --measured's) CSV of the same run",
@@ -460,6 +539,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     rows = [r for r in read_trace(args.trace) if r.configs]
+    if args.breakdown:
+        print_breakdown(rows)
+        return 0
     # The schedule the trace ran (nothing left out).
     base = argparse.Namespace(
         **{

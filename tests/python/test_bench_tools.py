@@ -1,5 +1,6 @@
 """The benchmark tools that run without a GPU: `bench/schedule_sim.py` reads the measured
-tier's find traces (``CUDNN_RS_FIND_TRACE=1``) of every format the crate has printed."""
+tier's find traces (``CUDNN_RS_FIND_TRACE=1``) of every format the crate has printed, and
+says where a traced first sight's time went."""
 
 from __future__ import annotations
 
@@ -173,3 +174,43 @@ def test_schedule_sim_asks_the_fallback_list_only_after_few_ranked_engines(
         row, options(schedule_sim, path, lazy_fallback=3)
     )
     assert pick.engine == 1
+
+
+# The trace with each configuration's capture and wall time and the heuristics' read time.
+TIMED = """\
+== row dense      3x3 96->8 @8x8 s1x1                N=8  bf16 nchw
+cudnn_rs find: heuristic CUDNN_HEUR_MODE_A finalized in 0.020 ms, counted in 0.002, descriptors made in 0.030, read in 1.100
+cudnn_rs find: heuristic CUDNN_HEUR_MODE_A: 30 configurations in 1.200 ms
+cudnn_rs find: heuristic CUDNN_HEUR_MODE_FALLBACK finalized in 0.010 ms, counted in 0.001, descriptors made in 0.005, read in 0.300
+cudnn_rs find: heuristic CUDNN_HEUR_MODE_FALLBACK: 3 configurations in 0.350 ms
+cudnn_rs find: engine 57 [k2=7] from Some(CUDNN_HEUR_MODE_A) notes refused runs
+cudnn_rs find: engine 63 [k25=2] build 0.014 ms ws 0 nodes 1 prep 0.200 ms wall 0.500 ms from Some(CUDNN_HEUR_MODE_A) replayed ->0.0100 runs 1x0.0200 1x0.0120 5x0.0100
+cudnn_rs find: engine 0 build 0.010 ms ws 0 nodes 1 prep 0.050 ms wall 0.300 ms from Some(CUDNN_HEUR_MODE_FALLBACK) direct ->0.2000 runs 1x0.2000
+cudnn_rs find: refine: FindTiming { total: 3.0ms, heuristics: 1.55ms, builds: 0.02ms, trials: 0.8ms, refine: 0.1ms } runs
+"""
+
+
+def test_schedule_sim_says_where_a_first_sights_time_went(
+    schedule_sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row, path = one_row(schedule_sim, tmp_path, TIMED)
+    assert row.heuristic_reads == {"MODE_A": 1.1, "MODE_FALLBACK": 0.3}
+    assert row.heuristics == {"MODE_A": 1.2, "MODE_FALLBACK": 0.35}
+    # (Engine 57's notes were refused: no time, not a timed configuration.)
+    assert [(c.engine, c.prep, c.wall) for c in row.configs] == [
+        (63, 0.2, 0.5),
+        (0, 0.05, 0.3),
+    ]
+    b = schedule_sim.breakdown(row)
+    # Two configurations ran: 1 + 1 + 5 calls, and one.
+    assert (b["configs"], b["runs"], b["calls"]) == (2, 4, 8)
+    gpu = 0.02 + 0.012 + 5 * 0.01 + 0.2
+    assert b["gpu_ms"] == pytest.approx(gpu)
+    assert b["capture_ms"] == pytest.approx(0.25)
+    assert b["rest_ms"] == pytest.approx(0.8 - gpu - 0.25)
+    assert b["read_ms"] == pytest.approx(1.4)
+    assert b["refine_ms"] == pytest.approx(0.1)
+    assert schedule_sim.main([str(path), "--breakdown"]) == 0
+    out = capsys.readouterr().out
+    assert "1 rows: configs 2.0, runs 4.0, calls 8.0" in out
+    assert "us a timed run" in out
