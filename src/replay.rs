@@ -278,18 +278,19 @@ pub(crate) unsafe fn capture(
     call: impl FnOnce(sys::CUstream) -> bool,
 ) -> Option<sys::CUgraphExec> {
     // SAFETY: forwarded from this function's contract.
-    unsafe { capture_if(side, call, |_| true) }
+    unsafe { capture_if(side, call, None::<fn(usize) -> bool>) }
 }
 
-/// [`capture`], instantiated only where `keep` accepts the captured graph's node count
-/// (instantiating costs far more than capturing).
+/// [`capture`], instantiated only where `keep` (if given) accepts the captured graph's
+/// node count (instantiating costs far more than capturing; without `keep` the nodes are
+/// not counted).
 ///
 /// # Safety
 /// As [`capture`].
 unsafe fn capture_if(
     side: sys::CUstream,
     call: impl FnOnce(sys::CUstream) -> bool,
-    keep: impl FnOnce(usize) -> bool,
+    keep: Option<impl FnOnce(usize) -> bool>,
 ) -> Option<sys::CUgraphExec> {
     let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     // SAFETY: `side` is a live stream (caller's contract).
@@ -303,15 +304,20 @@ unsafe fn capture_if(
     if graph.is_null() {
         return None;
     }
-    let mut nodes = 0usize;
-    // SAFETY: `graph` is the captured graph; with no array given, only the count is
-    // written.
-    let counted = unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &raw mut nodes) };
+    let kept = || {
+        keep.is_none_or(|keep| {
+            let mut nodes = 0usize;
+            // SAFETY: `graph` is the captured graph; with no array given, only the count
+            // is written.
+            let counted =
+                unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &raw mut nodes) };
+            counted == sys::cudaError_enum::CUDA_SUCCESS && keep(nodes)
+        })
+    };
     let mut exec: sys::CUgraphExec = std::ptr::null_mut();
     let ok = issued
         && ended == sys::cudaError_enum::CUDA_SUCCESS
-        && counted == sys::cudaError_enum::CUDA_SUCCESS
-        && keep(nodes)
+        && kept()
         // SAFETY: `graph` is the captured graph; `exec` receives one executable graph.
         && unsafe { sys::cuGraphInstantiateWithFlags(&raw mut exec, graph, 0) }
             == sys::cudaError_enum::CUDA_SUCCESS;
@@ -373,7 +379,7 @@ pub(crate) unsafe fn capture_owned(
     keep: impl FnOnce(usize) -> bool,
 ) -> Option<OwnedExec> {
     // SAFETY: forwarded from this function's contract.
-    unsafe { capture_if(side, call, keep) }.map(OwnedExec)
+    unsafe { capture_if(side, call, Some(keep)) }.map(OwnedExec)
 }
 
 fn destroy_exec(exec: sys::CUgraphExec) {

@@ -894,7 +894,7 @@ impl CudnnContext {
             if best.is_finite() && best >= SETTING_END_SPREAD * fastest {
                 schedule.end_engine(i);
             }
-            timing.trials += running.elapsed();
+            timing.trials += config_wall;
             if tracing() {
                 trace_line(&format!(
                     "{:?} build {:.3} ms ws {} nodes {} prep {:.3} ms wall {:.3} ms from {:?} {} \

@@ -23,7 +23,8 @@ const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
 /// (cudarc's, on the device's primary context) share one while any of them holds it, so a
 /// new handle's first kernel problem does not load the 2.6 MB image again (about 2 ms on
 /// the H200: a process's first depthwise call took 2.07 ms, later first calls of other
-/// shapes 0.1-0.3 ms). A module holds its CUDA context, so a live entry's address is that context's.
+/// shapes 0.1-0.3 ms). A module holds its CUDA context, so a live entry's address is that
+/// context's.
 static MODULES: Mutex<Vec<(usize, Weak<CudaModule>)>> = Mutex::new(Vec::new());
 
 impl CudnnContext {
