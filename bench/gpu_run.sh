@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # CUDNN_RS_WHEEL_ONLY=1 rebuilds the wheel alone and keeps the test binaries staged.
-# Other folders of .carry/ (fe/: the frontend wheel, tools/: py-spy, spy/) are kept.
+# Other folders of .carry/ (fe/: the frontend wheel, fetched below if missing; tools/:
+# py-spy, spy/) are kept.
 if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then rm -rf .carry/wheels; else rm -rf .carry/wheels .carry/bin; fi
 mkdir -p .carry/bin .carry/wheels
 venv=${CUDNN_RS_VENV:-.venv}
@@ -28,6 +29,16 @@ else
   PATH="$PWD/$tools/bin:$PATH" maturin build --release -q --zig --compatibility manylinux_2_28 \
     --target x86_64-unknown-linux-gnu -o .carry/wheels
   ls .carry/wheels/*manylinux_2_28_x86_64.whl >/dev/null
+fi
+# The frontend's wheel (the broad suite's and the anchor suite's cudnn-frontend peers) for
+# the GPU machine's Python 3.12; without it those peers' columns stay empty, and the
+# measured tier's ratios are then against PyTorch alone. Fetched once (PyPI), then kept.
+fe_version=${CUDNN_RS_FE_VERSION:-1.32.0}
+if ! ls .carry/fe/nvidia_cudnn_frontend-"$fe_version"-*.whl >/dev/null 2>&1; then
+  mkdir -p .carry/fe
+  "$venv/bin/python" -m pip download -q --no-deps "nvidia-cudnn-frontend==$fe_version" \
+    --python-version 3.12 --platform manylinux_2_28_x86_64 --only-binary=:all: -d .carry/fe \
+    || echo "warning: no cudnn-frontend wheel staged; the frontend peers will be missing" >&2
 fi
 if [ "${CUDNN_RS_WHEEL_ONLY:-0}" = 1 ]; then  # benchmarks and pytest need no more
   du -sh .carry; ls -la .carry/wheels; exit 0
