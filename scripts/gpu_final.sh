@@ -64,6 +64,9 @@ export PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
 python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .carry/wheels/*.whl .carry/fe/*.whl 2>/dev/null \
   || python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site .carry/wheels/*.whl || exit 3
 export PYTHONPATH=/tmp/site
+# Without the frontend (bench/gpu_run.sh stages its wheel) the suites lack two peers.
+python3 -c "import cudnn" 2>/dev/null \
+  || echo "warning: cudnn-frontend is not installed: the broad and anchor suites will lack its peers"
 pip_cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
 fail=0
 wheel_check() { # the installed wheel (from a fresh --target), the Python, the demo
