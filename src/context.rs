@@ -45,8 +45,8 @@ pub struct CudnnContext {
     pub(crate) directs: std::cell::RefCell<
         BoundedCache<ProblemKey, Option<std::rc::Rc<crate::bwd_data::direct::Direct>>>,
     >,
-    /// That kernel's module on this context's device, loaded on first use.
-    pub(crate) kernels: std::cell::RefCell<crate::bwd_data::direct::Module>,
+    /// That kernel's entry points on this context's device, each loaded on first use.
+    pub(crate) kernels: std::cell::RefCell<crate::bwd_data::direct::Kernels>,
     /// Repeated calls captured as CUDA graphs (see `replay`).
     pub(crate) graphs: std::cell::RefCell<GraphCache<ProblemKey>>,
     /// Graph-API operation graphs, plans and the engine choices (see `bwd_data::graph`).

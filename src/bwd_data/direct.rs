@@ -28,15 +28,16 @@
 //! engines run slowly run with the kernel on NCHW copies of dy and dx ([`via_nchw`],
 //! [`Via`]).
 //!
-//! The kernel is shipped compiled (`scripts/gen_ptx.py`): cubins for compute capability
-//! 8.x and 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or
-//! driver that loads none of them runs these problems through cuDNN as before, and so does
+//! The kernel is shipped compiled (`scripts/gen_ptx.py`), one image per entry point,
+//! each loaded on its first call (`kernel.rs`): cubins for compute capability 8.x and
+//! 9.x, PTX for other GPUs (the driver compiles that on first use). A GPU or driver that
+//! loads none of them runs these problems through cuDNN as before, and so does
 //! every problem with `CUDNN_RS_DIRECT=0` in the environment (`CUDNN_RS_DIRECT=all`: every
 //! problem the kernel runs, to measure it against cuDNN).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use cudarc::driver::{CudaFunction, CudaModule};
+use cudarc::driver::CudaFunction;
 
 use super::twin::Twin;
 use crate::convolution::ConvolutionMode;
@@ -572,15 +573,9 @@ fn mode() -> Mode {
     })
 }
 
-/// The kernel module of a context, loaded on first use.
-#[derive(Default)]
-pub(crate) enum Module {
-    #[default]
-    NotLoaded,
-    Loaded(Arc<CudaModule>),
-    /// No image of the kernel loads on this device.
-    Unavailable,
-}
+/// The kernel's entry points a context has looked up (see `kernel.rs`), by name: `None`
+/// for one no image of which loads on its device.
+pub(crate) type Kernels = std::collections::HashMap<String, Option<CudaFunction>>;
 
 #[cfg(test)]
 mod tests {

@@ -1,13 +1,14 @@
 //! Loading the depthwise kernel of our own (see `direct.rs` for which problems and why)
 //! and launching it.
 
+use std::collections::hash_map::Entry;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
-use super::direct::{via_nchw, Direct, DirectPlan, Module, Via, BLOCK};
+use super::direct::{via_nchw, Direct, DirectPlan, Via, BLOCK};
 use super::twin::{layout, Twin};
 use crate::context::CudnnContext;
 use crate::data_type::Scaling;
@@ -15,17 +16,41 @@ use crate::error::{CudnnError, Error, Result};
 use crate::problem::{ProblemKey, RawPointers, RawProblem};
 use crate::tensor::Format;
 
-const PTX: &str = include_str!("../kernels/depthwise_dgrad.ptx");
-const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.cubin");
-const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.cubin");
+/// The kernel's images, one per entry point (`scripts/gen_ptx.py` says why and writes
+/// them): PTX for compute_60 ...
+const PTX: &[u8] = include_bytes!("../kernels/depthwise_dgrad.compute_60.pack");
+/// ... and cubins for compute capabilities 8.x and 9.x.
+const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.pack");
+const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.pack");
 
-/// The modules loaded, by CUDA context (the `CUcontext`'s address): the contexts of one device
-/// (cudarc's, on the device's primary context) share one while any of them holds it, so a
-/// new handle's first kernel problem does not load the 2.6 MB image again (about 2 ms on
-/// the H200: a process's first depthwise call took 2.07 ms, later first calls of other
-/// shapes 0.1-0.3 ms). A module holds its CUDA context, so a live entry's address is that
+/// The image of entry point `name` in `pack` (records of the name's length and the
+/// image's as little-endian u32, the name, the image, zero bytes up to a multiple of 8).
+fn image<'a>(pack: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let mut rest = pack;
+    while !rest.is_empty() {
+        let len = |at: usize| {
+            let bytes = rest.get(at..at + 4)?;
+            Some(u32::from_le_bytes(bytes.try_into().ok()?) as usize)
+        };
+        let image_at = len(0)?.checked_add(8)?;
+        let end = image_at.checked_add(len(4)?)?;
+        if end > rest.len() {
+            return None;
+        }
+        if rest.get(8..image_at)? == name.as_bytes() {
+            return rest.get(image_at..end);
+        }
+        rest = rest.get(end.next_multiple_of(8).min(rest.len())..)?;
+    }
+    None
+}
+
+/// The modules loaded, by CUDA context (the `CUcontext`'s address) and entry point: the
+/// contexts of one device (cudarc's, on the device's primary context) share one while any
+/// of them holds it, so a new handle's first call of an entry point does not load its
+/// image again. A module holds its CUDA context, so a live entry's address is that
 /// context's.
-static MODULES: Mutex<Vec<(usize, Weak<CudaModule>)>> = Mutex::new(Vec::new());
+static MODULES: Mutex<Vec<(usize, String, Weak<CudaModule>)>> = Mutex::new(Vec::new());
 
 impl CudnnContext {
     /// The kernel's plan for `p`, if the default choice runs `p` with it, directly or (an
@@ -73,9 +98,9 @@ impl CudnnContext {
             dx_offset: lay.dx,
             workspace: lay.engine,
         });
-        if matches!(*self.kernels.borrow(), Module::NotLoaded)
-            && crate::replay::capturing(self.stream.cu_stream().cast())
-        {
+        let loaded = |entry: &str| self.kernels.borrow().contains_key(entry);
+        let all_loaded = loaded(&plan.entry) && scalar.as_ref().is_none_or(|s| loaded(&s.entry));
+        if !all_loaded && crate::replay::capturing(self.stream.cu_stream().cast()) {
             return None;
         }
         let one_channel = match scalar {
@@ -99,49 +124,52 @@ impl CudnnContext {
         d
     }
 
-    /// The entry point `name` of the kernel module (loading the module first if need be).
+    /// The entry point `name` of the kernel (loading its image first if need be).
     fn kernel(&self, name: &str) -> Option<CudaFunction> {
-        let mut module = self.kernels.borrow_mut();
-        if matches!(*module, Module::NotLoaded) {
-            *module = self
-                .load_kernels()
-                .map_or(Module::Unavailable, Module::Loaded);
-        }
-        match &*module {
-            Module::Loaded(m) => m.load_function(name).ok(),
-            _ => None,
+        let mut kernels = self.kernels.borrow_mut();
+        match kernels.entry(name.to_owned()) {
+            Entry::Occupied(f) => f.get().clone(),
+            Entry::Vacant(slot) => slot.insert(self.load_kernel(name)).clone(),
         }
     }
 
-    /// The module for this device: one another context of the same CUDA context loaded
-    /// ([`MODULES`]), else its compute capability's cubin, else the PTX.
-    fn load_kernels(&self) -> Option<Arc<CudaModule>> {
+    /// Entry point `name` from a module another context of the same CUDA context loaded
+    /// ([`MODULES`]), else from its image for this device's compute capability, else
+    /// from its PTX.
+    fn load_kernel(&self, name: &str) -> Option<CudaFunction> {
         use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
         let key = self.ctx.cu_ctx() as usize;
         // Held while loading: two contexts starting at once load one module.
         let mut modules = MODULES.lock().unwrap_or_else(PoisonError::into_inner);
-        modules.retain(|(_, m)| m.strong_count() > 0);
-        if let Some(m) = modules
+        modules.retain(|(_, _, m)| m.strong_count() > 0);
+        let shared = modules
             .iter()
-            .find(|(k, _)| *k == key)
-            .and_then(|(_, m)| m.upgrade())
-        {
-            return Some(m);
+            .find(|(k, n, _)| *k == key && *n == name)
+            .and_then(|(_, _, m)| m.upgrade());
+        if let Some(m) = shared {
+            return m.load_function(name).ok();
         }
         let major = self
             .ctx
             .attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
             .ok();
-        let cubin = match major {
+        let cubins = match major {
             Some(8) => Some(SM_80),
             Some(9) => Some(SM_90),
             _ => None,
         };
-        let module = cubin
-            .and_then(|c| self.ctx.load_module(Ptx::from_binary(c.to_vec())).ok())
-            .or_else(|| self.ctx.load_module(Ptx::from_src(PTX)).ok())?;
-        modules.push((key, Arc::downgrade(&module)));
-        Some(module)
+        let module = cubins
+            .and_then(|pack| image(pack, name))
+            .and_then(|cubin| {
+                let cubin = Ptx::from_binary(cubin.to_vec());
+                self.ctx.load_module(cubin).ok()
+            })
+            .or_else(|| {
+                let ptx = std::str::from_utf8(image(PTX, name)?).ok()?;
+                self.ctx.load_module(Ptx::from_src(ptx)).ok()
+            })?;
+        modules.push((key, name.to_owned(), Arc::downgrade(&module)));
+        module.load_function(name).ok()
     }
 
     /// Runs `p` with the kernel: `dx = alpha * dgrad + beta * dx`; on NCHW copies in the
@@ -273,5 +301,96 @@ impl CudnnContext {
             )),
             other => other,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every entry point the kernel's source defines (the `ENTRIES` macro's lines, once
+    /// per expansion), read from the source rather than from the packs.
+    fn source_entry_points() -> Vec<String> {
+        let source = include_str!("../kernels/depthwise_dgrad.cu");
+        let stems: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.split_once('(')?.1.split_once("_##SUFFIX").map(|(s, _)| s))
+            .collect();
+        let suffixes: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("ENTRIES(")?.split_once(',').map(|(s, _)| s))
+            .collect();
+        assert!(
+            stems.len() > 40 && suffixes == ["f32", "f16", "bf16"],
+            "{stems:?}"
+        );
+        suffixes
+            .iter()
+            .flat_map(|x| stems.iter().map(move |s| format!("{s}_{x}")))
+            .collect()
+    }
+
+    /// The names of a pack's records, in order.
+    fn names(mut pack: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        while !pack.is_empty() {
+            let n = u32::from_le_bytes(pack[..4].try_into().unwrap()) as usize;
+            let i = u32::from_le_bytes(pack[4..8].try_into().unwrap()) as usize;
+            out.push(String::from_utf8(pack[8..8 + n].to_vec()).unwrap());
+            pack = &pack[(8 + n + i).next_multiple_of(8)..];
+        }
+        out
+    }
+
+    #[test]
+    fn each_pack_holds_every_entry_point_once_in_its_own_image() {
+        let entries = source_entry_points();
+        for pack in [PTX, SM_80, SM_90] {
+            assert_eq!(names(pack), entries);
+        }
+        for name in &entries {
+            for cubins in [SM_80, SM_90] {
+                let cubin = image(cubins, name).unwrap();
+                assert_eq!(&cubin[..4], b"\x7fELF", "{name}");
+            }
+            let ptx = std::str::from_utf8(image(PTX, name).unwrap()).unwrap();
+            // Its own entry point and no other.
+            assert_eq!(ptx.matches(".entry ").count(), 1, "{name}");
+            assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
+            assert!(ptx.contains(".target sm_60"), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_missing_name_or_a_malformed_pack_finds_no_image() {
+        let record = |name: &str, image: &[u8]| {
+            let mut r = (name.len() as u32).to_le_bytes().to_vec();
+            r.extend((image.len() as u32).to_le_bytes());
+            r.extend(name.as_bytes());
+            r.extend(image);
+            r.resize(r.len().next_multiple_of(8), 0);
+            r
+        };
+        let mut pack = record("alpha", b"abc");
+        pack.extend(record("beta_long_name", b"0123456789"));
+        assert_eq!(image(&pack, "alpha"), Some(&b"abc"[..]));
+        assert_eq!(image(&pack, "beta_long_name"), Some(&b"0123456789"[..]));
+        assert_eq!(image(&pack, "beta"), None);
+        assert_eq!(image(&pack, "alph"), None);
+        assert_eq!(image(&[], "alpha"), None);
+        // Cut anywhere: no panic, and no image that runs past the end.
+        for cut in 0..pack.len() {
+            let found = image(&pack[..cut], "beta_long_name");
+            assert!(
+                found.is_none() || found == Some(&b"0123456789"[..]),
+                "{cut}"
+            );
+        }
+        // A length that runs past the end.
+        let mut bad = record("alpha", b"abc");
+        bad[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(image(&bad, "alpha"), None);
+        bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(image(&bad, "alpha"), None);
     }
 }

@@ -23,9 +23,9 @@
 // dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5 and 7x7, every stride 1, any dilation;
 // four outputs a thread, of one channel or of four loaded together).
 //
-// scripts/gen_ptx.py compiles this with NVRTC into the PTX and cubins committed beside it,
-// which src/bwd_data/direct.rs loads through the driver: building the crate needs no CUDA
-// toolkit. No headers: the half conversions are PTX instructions, bfloat16's bit
+// scripts/gen_ptx.py compiles each entry point of this with NVRTC on its own into the
+// packs of PTX and cubins committed beside it, which src/bwd_data/kernel.rs loads through
+// the driver, an entry point at a time: building the crate needs no CUDA toolkit. No headers: the half conversions are PTX instructions, bfloat16's bit
 // operations.
 
 // Mirrored by `Params` in src/bwd_data/direct.rs.
