@@ -8,6 +8,11 @@ with its time. Plans are named as the frontend names them
 (``eng<index>_k<knob type>=<value>...``, knobs sorted), so a frontend winner missing from
 our list shows up as a name with no time of ours.
 
+Also the untimed default choice (``DefaultAlgo``'s engine) and PyTorch's default
+(``cudnn.benchmark`` off) with its kernels, for rows where the default is behind it; the
+rows may name the layers of ``EXTRA_LAYERS`` (layers of real models the layer zoo found
+the default slower on) besides the broad suite's.
+
 Usage (GPU machine): python bench/candidates.py [--rows dil2_3x3_c256_28:tf32 ...]
 """
 
@@ -29,6 +34,12 @@ DEFAULT_ROWS = (
     "3d_3x3x3_c64_16x56:tf32",
     "1x1s2_256to512_56:tf32",
 )
+# Layers of real models (bench/zoo.py) where the default choice was over 1.05x PyTorch's
+# default: AlexNet's second layer and SqueezeNet 1.1's expand 3x3 (TF32 channels-last).
+EXTRA_LAYERS = [
+    broad._l2("alexnet_5x5_c64to192_27", 64, 192, 27, 5, batch=64),
+    broad._l2("squeezenet_3x3_c32to128_27", 32, 128, 27, 3, batch=64),
+]
 CONFIG_OF = {
     "f32": broad.CONFIGS[0],
     "f32nhwc": broad.CONFIGS[1],
@@ -120,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--batch1", action="store_true", help="batch 1 instead of realistic"
     )
     args = ap.parse_args(argv)
-    layers = {layer.name: layer for layer in broad.LAYERS}
+    layers = {layer.name: layer for layer in [*broad.LAYERS, *EXTRA_LAYERS]}
     timer = broad.Timer("cuda", reps=20, trials=5)
     fe = broad.Frontend(max_plans=10**6)
     ours = broad.Ours("cuda")
@@ -134,6 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         fe_t = frontend_plans(fe, p, timer)
         ours_t, pick = ours_plans(ours, p, timer)
         print(f"\n== {name} N={n} {cfg.label}: measured tier picks {pick}")
+        dx = p.new_dx()
+        w, dy, dxc = ours.operands(p, ours.h, dx)
+        e = ours.h.get_convolution_backward_data_default(w, dy, dxc, ours.conv(p))
+        run = ours._explicit(ours.h, w, dy, dxc, ours.conv(p), broad.DEFAULT_MARKER())
+        print(f"  default {tag(e.index, e.knobs)} {timer.per_call_ms(run):.4f} ms")
+
+        def theirs(p=p):
+            return broad.torch_dgrad(p.dy, p.x, p.w, p.layer)
+
+        kernels = broad.torch_kernels(theirs, timer)
+        print(f"  torch default {timer.per_call_ms(theirs):.4f} ms: {kernels}")
         names = sorted(
             set(fe_t) | set(ours_t),
             key=lambda k: min(fe_t.get(k, 1e9), ours_t.get(k, 1e9)),
