@@ -1,15 +1,19 @@
 """Probe (GPU machine): what the first call of our own depthwise kernel costs in a new
-process, and how much of it is loading the kernel module.
+process, and how much of it is loading the kernel's image.
 
 Part A times the driver's `cuModuleLoadData` and `cuModuleGetFunction` on cubin images
-of different sizes (`--cubins DIR`: `NAME.sm_90.cubin` files; each image is loaded in a
+of different sizes (`--cubins DIR`: `NAME.sm_90.cubin` files, such as the whole module
+of before 2026-12-04 and images of one or several entry points; each is loaded in a
 fresh process after PyTorch has set up CUDA, which sets `CUDA_MODULE_LOADING=LAZY`,
 and again with `EAGER`). Part B times the first and second `conv_input_grad` calls of a
-depthwise problem our kernel runs (5x5, stride 3, f16 NCHW, and 3x3 stride 1 f32 NCHW)
-in a fresh process whose handle already ran a dense layer (so the handle's own set-up
-is not counted), against PyTorch's first call of the same problem.
+depthwise problem our kernel runs (5x5 stride 3 f16 NCHW, 3x3 stride 1 f32 NCHW) in a
+fresh process whose handle already ran a dense layer (so the handle's own set-up is
+not counted), against PyTorch's first and second calls. Part C runs four such problems
+in turn in one fresh process (two entry points of f32, the first again on another
+shape, one of f16), lazy and eager, and prints [ours first, ours second, PyTorch first]
+ms for each. Results of 2026-12-04: `bench/module_load_2026-12-04.txt`.
 
-Usage: python bench/module_load_probe.py [--cubins DIR]
+Usage: python bench/module_load_probe.py [--parts ABC] [--cubins DIR] [--repeat N]
 """
 
 from __future__ import annotations
@@ -109,8 +113,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cubins", help="directory of NAME.sm_90.cubin images")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--parts", default="ABC", help="which parts (A needs --cubins)")
     args = ap.parse_args(argv)
-    if args.cubins:
+    if "A" in args.parts and args.cubins:
         names = {
             "one": "dw_dgrad_kw5_strided_f16",
             "one_rows": "dw_dgrad_k133_s1_f32",
@@ -129,10 +134,10 @@ def main(argv: list[str]) -> int:
                     )
                     size = path.stat().st_size
                     print(f"A {key:9} {size:8d} B {mode:5} {json.dumps(r)}", flush=True)
-    for which in ("dw5x5s3_f16", "dw3x3s1_f32") if args.cubins else ():
+    for which in ("dw5x5s3_f16", "dw3x3s1_f32") if "B" in args.parts else ():
         for _ in range(args.repeat):
             print(f"B {json.dumps(run(FIRST, which))}", flush=True)
-    for mode in ("LAZY", "EAGER"):
+    for mode in ("LAZY", "EAGER") if "C" in args.parts else ():
         for _ in range(args.repeat):
             r = run(SEQUENCE, env={"CUDA_MODULE_LOADING": mode})
             print(f"C {mode} {json.dumps(r)}", flush=True)
