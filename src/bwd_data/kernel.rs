@@ -23,26 +23,29 @@ const PTX: &[u8] = include_bytes!("../kernels/depthwise_dgrad.compute_60.pack");
 const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.pack");
 const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.pack");
 
-/// The image of entry point `name` in `pack` (records of the name's length and the
-/// image's as little-endian u32, the name, the image, zero bytes up to a multiple of 8).
-fn image<'a>(pack: &'a [u8], name: &str) -> Option<&'a [u8]> {
+/// The records of `pack`, `(name, image)` in order (each record: the name's length and
+/// the image's as little-endian u32, the name, the image, zero bytes up to a multiple of
+/// 8); they end at the first malformed one.
+fn records(pack: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     let mut rest = pack;
-    while !rest.is_empty() {
+    std::iter::from_fn(move || {
         let len = |at: usize| {
             let bytes = rest.get(at..at + 4)?;
             Some(u32::from_le_bytes(bytes.try_into().ok()?) as usize)
         };
         let image_at = len(0)?.checked_add(8)?;
         let end = image_at.checked_add(len(4)?)?;
-        if end > rest.len() {
-            return None;
-        }
-        if rest.get(8..image_at)? == name.as_bytes() {
-            return rest.get(image_at..end);
-        }
+        let record = (rest.get(8..image_at)?, rest.get(image_at..end)?);
         rest = rest.get(end.next_multiple_of(8).min(rest.len())..)?;
-    }
-    None
+        Some(record)
+    })
+}
+
+/// The image of entry point `name` in `pack`.
+fn image<'a>(pack: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    records(pack)
+        .find(|(n, _)| *n == name.as_bytes())
+        .map(|(_, image)| image)
 }
 
 /// The modules loaded, by CUDA context (the `CUcontext`'s address) and entry point: the
@@ -331,15 +334,10 @@ mod tests {
     }
 
     /// The names of a pack's records, in order.
-    fn names(mut pack: &[u8]) -> Vec<String> {
-        let mut out = Vec::new();
-        while !pack.is_empty() {
-            let n = u32::from_le_bytes(pack[..4].try_into().unwrap()) as usize;
-            let i = u32::from_le_bytes(pack[4..8].try_into().unwrap()) as usize;
-            out.push(String::from_utf8(pack[8..8 + n].to_vec()).unwrap());
-            pack = &pack[(8 + n + i).next_multiple_of(8)..];
-        }
-        out
+    fn names(pack: &[u8]) -> Vec<String> {
+        records(pack)
+            .map(|(n, _)| String::from_utf8(n.to_vec()).unwrap())
+            .collect()
     }
 
     #[test]

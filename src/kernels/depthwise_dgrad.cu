@@ -25,8 +25,8 @@
 //
 // scripts/gen_ptx.py compiles each entry point of this with NVRTC on its own into the
 // packs of PTX and cubins committed beside it, which src/bwd_data/kernel.rs loads through
-// the driver, an entry point at a time: building the crate needs no CUDA toolkit. No headers: the half conversions are PTX instructions, bfloat16's bit
-// operations.
+// the driver, an entry point at a time: building the crate needs no CUDA toolkit. No
+// headers: the half conversions are PTX instructions, bfloat16's bit operations.
 
 // Mirrored by `Params` in src/bwd_data/direct.rs.
 struct Params {
