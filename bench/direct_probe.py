@@ -8,13 +8,16 @@ times, the kernels each side ran, and both sides' errors against PyTorch in floa
 `CUDNN_RS_DIRECT=all` runs every layer the kernel can run with it (the strided ones
 too), to compare it with cuDNN where the default does not take it.
 
-Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py
+Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py [--plane-3d]
+(`--plane-3d`: only the 3-d layers of filters one plane deep, `PLANE_3D`). Each row also
+prints both sides' first call (wall time; the first of a process includes loading).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import torch
 from broad import Timer, set_torch_flags, torch_kernels
@@ -59,6 +62,16 @@ ROWS = [
     (dw(32, 1, 1, 1, hw=112), 2, "3x3 s1 112"),
     (dw(144, 1, 2, 1, k=5, hw=28), 8, "5x5 s1"),
 ]
+# 3-d depthwise filters one plane deep (1 x k x k, MoViNet's kind; 1x1x1 drawn at
+# random): the 2-d entry points run every depth.
+PLANE_3D = [
+    (Conv((96, 16, 28, 28), (96, 1, 1, 5, 5), (96, 16, 28, 28), (1, 1, 1), (0, 2, 2), (1, 1, 1), 96), 8, "3d 1x5x5"),
+    (Conv((192, 8, 14, 14), (192, 1, 1, 3, 3), (192, 8, 14, 14), (1, 1, 1), (0, 1, 1), (1, 1, 1), 192), 8, "3d 1x3x3"),
+    (Conv((64, 16, 56, 56), (64, 1, 1, 3, 3), (64, 16, 28, 28), (1, 2, 2), (0, 1, 1), (1, 1, 1), 64), 4, "3d 1x3x3 s122"),
+    (Conv((96, 4, 56, 56), (96, 1, 1, 1, 1), (96, 4, 28, 28), (1, 2, 2), (0, 0, 0), (1, 1, 1), 96), 16, "3d 1x1x1 s122"),
+    (Conv((48, 8, 28, 28), (48, 1, 1, 7, 7), (48, 8, 28, 28), (1, 1, 1), (0, 3, 3), (1, 1, 1), 48), 8, "3d 1x7x7"),
+    (Conv((96, 16, 28, 28), (96, 1, 1, 5, 5), (96, 16, 28, 28), (1, 1, 1), (0, 2, 2), (1, 1, 1), 96), 1, "3d 1x5x5 N1"),
+]  # fmt: skip
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 
 
@@ -94,8 +107,6 @@ def calls(
 def host(timer: Timer) -> None:
     """Host time per call of the one-call API on a tiny depthwise problem (1x8x8x8, 3x3,
     so that the GPU waits on the host): wall time of 2000 calls, best of five."""
-    import time
-
     c = dw(8, 1, 1, 1, hw=8)
     for name, dt in DTYPES:
         w = torch.randn(c.w, device="cuda", dtype=dt)
@@ -119,14 +130,24 @@ def main() -> int:
         return 2
     print(f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')}")
     timer = Timer("cuda", 20, 5, warmup=3)
-    host(timer)
-    for c, n, label in ROWS:
+    rows = PLANE_3D if "--plane-3d" in sys.argv else ROWS
+    if rows is ROWS:
+        host(timer)
+    for c, n, label in rows:
         for name, dt in DTYPES:
             set_torch_flags(tf32=False, benchmark=False)
             theirs, ours, err = calls(c, n, dt)
+            firsts = []
+            for f in (theirs, ours):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                f()
+                torch.cuda.synchronize()
+                firsts.append((time.perf_counter() - t0) * 1e3)
             tt, to = timer.per_call_ms(theirs), timer.per_call_ms(ours)
             print(
-                f"{label:18} N={n:3} {name:5} torch {tt:.4f} ours {to:.4f} "
+                f"{label:18} N={n:3} {name:5} first torch {firsts[0]:.2f} ours "
+                f"{firsts[1]:.2f} ms; torch {tt:.4f} ours {to:.4f} "
                 f"ours/torch {to / tt:.2f} err ours {err(ours):.1e} "
                 f"torch {err(theirs):.1e}  {torch_kernels(ours, timer)[:60]}",
                 flush=True,

@@ -9,6 +9,10 @@
 //!   stride 1, up to 1.15x strided), on filters other than 3x3, 5x5 and 7x7 (9x9 to 31x31:
 //!   1.4-1.95x; 1x7, 7x1, 1x3, 3x1: 1.05-2.4x), and on f32 layers with two filters per
 //!   channel (3.4x);
+//! - on 3-d depthwise layers of filters one plane deep (1x3x3, 1x5x5, 1x7x7, 1x1x1) cuDNN
+//!   runs a grouped engine of 0.46-0.65x PyTorch's time and 1.6-3x the kernel's
+//!   (`bench/direct_probe.py --plane-3d`), whose first call took 0.7-2.7 ms (19 ms on a
+//!   1x1x1 layer drawn at random), the kernel's 0.1-0.8 ms;
 //! - on 2-d strided layers cuDNN's best (the NHWC twin, `twin.rs`) is compiled at run time,
 //!   0.2-0.7 s on a shape's first call, and takes 2-3x the kernel's time.
 //!
@@ -119,6 +123,16 @@ fn strided_band(kh: usize, kw: usize) -> bool {
 /// 5x5, 7x7 and 3x3x3.
 fn fixed_filter(extent: &[usize]) -> bool {
     matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
+}
+
+/// The height and width of a filter extent one plane deep: a 2-d filter, or a 3-d one of
+/// depth 1 (1 x KH x KW, run by the entry points taking the height at run time, whose
+/// depth loop, like the 3x3x3 ones', takes any depth, padding, dilation and stride).
+fn plane_filter(extent: &[usize]) -> Option<(usize, usize)> {
+    match *extent {
+        [kh, kw] | [1, kh, kw] => Some((kh, kw)),
+        _ => None,
+    }
 }
 
 /// Channels a channels-last entry point loads at a time for `c` channels with `m` filters
@@ -264,8 +278,8 @@ impl DirectPlan {
         let u = |v: usize| u32::try_from(v).ok();
         let i = |v: usize| i32::try_from(v).ok();
         // 3x3x3, and the square 2-d filters at stride 1 and 2, have entry points of their
-        // own; other 2-d filters, and every 2-d filter at the other strides, take their
-        // height at run time (`kh`).
+        // own; other 2-d filters, every 2-d filter at the other strides, and 3-d filters
+        // one plane deep take their height at run time (`kh`).
         let own = fixed_filter(&w[2..]) && (kind != Kind::Strided || w.len() == 5);
         // Work items: per dx row, ceil(W / (tx step)) spans of tx step columns, step
         // threads each (see `Kind::step`).
@@ -391,13 +405,15 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, other 2-d filters of odd width
-    /// up to [`MAX_BAND_WIDTH`], and 3-d 3x3x3.
+    /// up to [`MAX_BAND_WIDTH`], 3-d 3x3x3, and 3-d filters one plane deep of such a
+    /// width ([`plane_filter`]).
     Stride1,
     /// Stride 2 and dilation 1 in height and width: 2-d 3x3, 5x5 and 7x7, and 3-d 3x3x3
     /// with a depth stride of 1 or 2 (any depth dilation).
     Stride2,
-    /// The other strides (not all 1), width dilation 1: 3-d 3x3x3, and 2-d filters up to
-    /// [`MAX_STRIDED_WIDTH`] wide (their height taken at run time).
+    /// The other strides (not all 1), width dilation 1: 3-d 3x3x3, and 2-d filters and
+    /// 3-d ones one plane deep up to [`MAX_STRIDED_WIDTH`] wide (their height taken at run
+    /// time).
     Strided,
 }
 
@@ -409,7 +425,7 @@ impl Kind {
         let extent = &w[2.min(w.len())..];
         let all = |v: &[usize], n: usize| v.iter().all(|&g| g == n);
         if all(&conv.stride, 1) {
-            let band = matches!(extent, &[kh, kw] if band(kh, kw));
+            let band = plane_filter(extent).is_some_and(|(kh, kw)| band(kh, kw));
             (fixed_filter(extent) || band).then_some(Kind::Stride1)
         } else {
             // Height and width: the last two dimensions.
@@ -422,8 +438,8 @@ impl Kind {
             if filter && stride2 && depth_ok {
                 Some(Kind::Stride2)
             } else {
-                let taken =
-                    extent == [3, 3, 3] || matches!(extent, &[kh, kw] if strided_band(kh, kw));
+                let taken = extent == [3, 3, 3]
+                    || plane_filter(extent).is_some_and(|(kh, kw)| strided_band(kh, kw));
                 (taken && conv.dilation.last() == Some(&1)).then_some(Kind::Strided)
             }
         }
@@ -841,7 +857,7 @@ mod tests {
             Case::depthwise(&[1, 2, 3, 3, 70_000], &[3, 3, 3]).with(|c| c.stride = 1 << 15),
             "a stride under it",
         );
-        no(Case::depthwise(&[2, 96, 8, 14, 14], &[1, 3, 3]), "1x3x3");
+        no(Case::depthwise(&[2, 96, 8, 14, 14], &[3, 1, 1]), "3x1x1");
         no(
             Case::depthwise(&x, &[3, 3]).with(|c| {
                 c.w = vec![64, 64, 3, 3];
@@ -1066,6 +1082,49 @@ mod tests {
             c.dil = 2;
         });
         assert!(dilated.plan().is_none(), "strided and dilated");
+    }
+
+    #[test]
+    fn three_d_filters_one_plane_deep_take_the_entries_with_the_height_an_argument() {
+        // 1x3x3 at stride 1, dx 8 x 14 x 15: the stride-1 entry of width 3, the height an
+        // argument, every depth a plane of its own.
+        let x = [2, 6, 8, 14, 15];
+        let plan = Case::depthwise(&x, &[1, 3, 3]).plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_kw3_s1_f32");
+        let q = plan.params;
+        assert_eq!((q.d, q.od, q.oh, q.ow, q.kh), (8, 8, 12, 13, 3));
+        // Per row of 15 columns, four spans of 4; rows: N C D H.
+        assert_eq!(q.items, 2 * 6 * 8 * 14 * 4);
+        // Other heights and widths, half precision, both tiers (cuDNN's engines for
+        // these compile at run time, see the module documentation).
+        for (k, entry) in [
+            ([1, 1, 1], "dw_dgrad_kw1_s1_f16"),
+            ([1, 5, 5], "dw_dgrad_kw5_s1_f16"),
+            ([1, 7, 3], "dw_dgrad_kw3_s1_f16"),
+        ] {
+            let case = Case::depthwise(&x, &k).with(|c| c.dtype = DType::F16);
+            for benchmark in [false, true] {
+                let plan = case.plan_in(benchmark).expect("a plan");
+                assert_eq!(plan.entry, entry, "{k:?}");
+                assert_eq!(plan.params.kh, k[1] as u32);
+            }
+        }
+        // Strided in height and width, depth stride 1 or 2: the strided entries (the
+        // stride-2 ones take 2-d filters and 3x3x3 only).
+        for depth in [1, 2] {
+            let case = Case::depthwise(&x, &[1, 3, 3]).with(|c| {
+                c.stride = 2;
+                c.depth_stride = Some(depth);
+            });
+            let plan = case.plan().expect("a plan");
+            assert_eq!(plan.entry, "dw_dgrad_kw3_strided_f32");
+            let q = plan.params;
+            assert_eq!((q.sd, q.sh, q.sw, q.kh), (depth as i32, 2, 2, 3));
+            assert_eq!(q.od, if depth == 1 { 8 } else { 4 });
+        }
+        // Two planes deep, or an even width at stride 1: no entry point.
+        assert!(Case::depthwise(&x, &[2, 3, 3]).plan().is_none(), "2x3x3");
+        assert!(Case::depthwise(&x, &[1, 4, 4]).plan().is_none(), "1x4x4");
     }
 
     #[test]

@@ -12,13 +12,13 @@
 // read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
 // 333; four outputs a thread), dw_dgrad_k1<K><K>_s1x8_<f32|f16|bf16> (the same for 133,
-// 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, every
-// stride 1, any dilation, the filter's height KH taken at run time, KW odd from 1 to 31),
-// dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width stride 2 and dilation 1:
-// 133, 155, 177, and 333 with depth stride 1 or 2) and
-// dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
-// dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d, the other strides, width dilation 1, the
-// filter's height taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
+// 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, or 3-d
+// one plane deep, every stride 1, any dilation, the filter's height KH taken at run time,
+// KW odd from 1 to 31), dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width
+// stride 2 and dilation 1: 133, 155 and 177 2-d only, and 333 with depth stride 1 or 2)
+// and dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
+// dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d, or 3-d one plane deep, the other strides,
+// width dilation 1, the filter's height taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
 // filter's bytes are the same in either layout): dw_dgrad_nhwc_k1<K><K>_s1_<type> and
 // dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5 and 7x7, every stride 1, any dilation;
 // four outputs a thread, of one channel or of four loaded together).
