@@ -8,9 +8,11 @@ times, the kernels each side ran, and both sides' errors against PyTorch in floa
 `CUDNN_RS_DIRECT=all` runs every layer the kernel can run with it (the strided ones
 too), to compare it with cuDNN where the default does not take it.
 
-Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py [--plane-3d]
-(`--plane-3d`: only the 3-d layers of filters one plane deep, `PLANE_3D`). Each row also
-prints both sides' first call (wall time; the first of a process includes loading).
+Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py
+[--other-3d | --band-2d] (`--other-3d`, once `--plane-3d`: only the 3-d layers of filters
+other than 3x3x3, `OTHER_3D`; `--band-2d`: only 2-d layers of the entry points taking the
+filter's height at run time, `BAND_2D`). Each row also prints both sides' first call
+(wall time; the first of a process includes loading).
 """
 
 from __future__ import annotations
@@ -62,15 +64,29 @@ ROWS = [
     (dw(32, 1, 1, 1, hw=112), 2, "3x3 s1 112"),
     (dw(144, 1, 2, 1, k=5, hw=28), 8, "5x5 s1"),
 ]
-# 3-d depthwise filters one plane deep (1 x k x k, MoViNet's kind; 1x1x1 drawn at
-# random): the 2-d entry points run every depth.
-PLANE_3D = [
+# 3-d depthwise filters other than 3x3x3: one plane deep (1 x k x k, MoViNet's kind;
+# 1x1x1 drawn at random) and deeper (5x3x3, 3x5x5 as MoViNet has, 5x5x5 and 3x1x1 drawn
+# at random), run by the entry points taking the height and depth at run time.
+OTHER_3D = [
     (Conv((96, 16, 28, 28), (96, 1, 1, 5, 5), (96, 16, 28, 28), (1, 1, 1), (0, 2, 2), (1, 1, 1), 96), 8, "3d 1x5x5"),
     (Conv((192, 8, 14, 14), (192, 1, 1, 3, 3), (192, 8, 14, 14), (1, 1, 1), (0, 1, 1), (1, 1, 1), 192), 8, "3d 1x3x3"),
     (Conv((64, 16, 56, 56), (64, 1, 1, 3, 3), (64, 16, 28, 28), (1, 2, 2), (0, 1, 1), (1, 1, 1), 64), 4, "3d 1x3x3 s122"),
     (Conv((96, 4, 56, 56), (96, 1, 1, 1, 1), (96, 4, 28, 28), (1, 2, 2), (0, 0, 0), (1, 1, 1), 96), 16, "3d 1x1x1 s122"),
     (Conv((48, 8, 28, 28), (48, 1, 1, 7, 7), (48, 8, 28, 28), (1, 1, 1), (0, 3, 3), (1, 1, 1), 48), 8, "3d 1x7x7"),
     (Conv((96, 16, 28, 28), (96, 1, 1, 5, 5), (96, 16, 28, 28), (1, 1, 1), (0, 2, 2), (1, 1, 1), 96), 1, "3d 1x5x5 N1"),
+    (Conv((96, 16, 28, 28), (96, 1, 5, 3, 3), (96, 16, 28, 28), (1, 1, 1), (2, 1, 1), (1, 1, 1), 96), 8, "3d 5x3x3"),
+    (Conv((144, 16, 14, 14), (144, 1, 3, 5, 5), (144, 16, 14, 14), (1, 1, 1), (1, 2, 2), (1, 1, 1), 144), 8, "3d 3x5x5"),
+    (Conv((64, 16, 56, 56), (64, 1, 5, 3, 3), (64, 16, 28, 28), (1, 2, 2), (2, 1, 1), (1, 1, 1), 64), 4, "3d 5x3x3 s122"),
+    (Conv((24, 16, 7, 7), (48, 1, 5, 5, 5), (48, 6, 3, 3), (3, 3, 3), (2, 2, 2), (1, 1, 1), 24), 2, "3d 5x5x5 s3 m2"),
+    (Conv((192, 8, 56, 56), (192, 1, 3, 1, 1), (192, 8, 56, 56), (1, 1, 1), (1, 0, 0), (1, 1, 1), 192), 4, "3d 3x1x1"),
+]  # fmt: skip
+# 2-d rows of the same entry points (the height at run time), to compare across builds.
+BAND_2D = [
+    (Conv((192, 17, 17), (192, 1, 1, 7), (192, 17, 17), (1, 1), (0, 3), (1, 1), 192), 32, "1x7"),
+    (Conv((192, 17, 17), (192, 1, 7, 1), (192, 17, 17), (1, 1), (3, 0), (1, 1), 192), 32, "7x1"),
+    (Conv((128, 28, 28), (128, 1, 5, 3), (128, 28, 28), (1, 1), (2, 1), (1, 1), 128), 32, "5x3"),
+    (dw(96, 1, 4, 1, k=9, hw=28), 32, "9x9"),
+    (Conv((96, 56, 56), (96, 1, 3, 3), (96, 19, 19), (3, 3), (1, 1), (1, 1), 96), 32, "3x3 s3"),
 ]  # fmt: skip
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 
@@ -130,8 +146,12 @@ def main() -> int:
         return 2
     print(f"CUDNN_RS_DIRECT={os.environ.get('CUDNN_RS_DIRECT', '')}")
     timer = Timer("cuda", 20, 5, warmup=3)
-    rows = PLANE_3D if "--plane-3d" in sys.argv else ROWS
-    if rows is ROWS:
+    if "--other-3d" in sys.argv or "--plane-3d" in sys.argv:
+        rows = OTHER_3D
+    elif "--band-2d" in sys.argv:
+        rows = BAND_2D
+    else:
+        rows = ROWS
         host(timer)
     for c, n, label in rows:
         for name, dt in DTYPES:

@@ -9,10 +9,12 @@
 //!   stride 1, up to 1.15x strided), on filters other than 3x3, 5x5 and 7x7 (9x9 to 31x31:
 //!   1.4-1.95x; 1x7, 7x1, 1x3, 3x1: 1.05-2.4x), and on f32 layers with two filters per
 //!   channel (3.4x);
-//! - on 3-d depthwise layers of filters one plane deep (1x3x3, 1x5x5, 1x7x7, 1x1x1) cuDNN
-//!   runs a grouped engine of 0.46-0.65x PyTorch's time and 1.6-3x the kernel's
-//!   (`bench/direct_probe.py --plane-3d`), whose first call took 0.7-2.7 ms (19 ms on a
-//!   1x1x1 layer drawn at random), the kernel's 0.1-0.8 ms;
+//! - on 3-d depthwise layers of filters other than 3x3x3 (1x3x3 to 1x7x7, 1x1x1, 5x3x3,
+//!   3x5x5, 3x1x1) cuDNN runs a grouped engine of 0.46-0.67x PyTorch's time and 1.5-3.7x
+//!   the kernel's (`bench/direct_probe.py --other-3d`), whose first call took 0.7-2.7 ms
+//!   (19 ms on a 1x1x1 layer drawn at random), the kernel's 0.1-0.8 ms; on a small 5x5x5
+//!   layer at stride 3 in half precision its engine took 15.5x PyTorch's time, the kernel
+//!   0.96x;
 //! - on 2-d strided layers cuDNN's best (the NHWC twin, `twin.rs`) is compiled at run time,
 //!   0.2-0.7 s on a shape's first call, and takes 2-3x the kernel's time.
 //!
@@ -125,12 +127,14 @@ fn fixed_filter(extent: &[usize]) -> bool {
     matches!(extent, [3, 3] | [5, 5] | [7, 7] | [3, 3, 3])
 }
 
-/// The height and width of a filter extent one plane deep: a 2-d filter, or a 3-d one of
-/// depth 1 (1 x KH x KW, run by the entry points taking the height at run time, whose
-/// depth loop, like the 3x3x3 ones', takes any depth, padding, dilation and stride).
+/// The height and width of a 2-d or 3-d filter extent, for the entry points that take the
+/// filter's height and depth at run time (their depth loop, like the 3x3x3 ones', takes
+/// any depth, padding, dilation and stride); `None` for another rank or a depth at or
+/// over [`MAX_GEOMETRY`].
 fn plane_filter(extent: &[usize]) -> Option<(usize, usize)> {
     match *extent {
-        [kh, kw] | [1, kh, kw] => Some((kh, kw)),
+        [kh, kw] => Some((kh, kw)),
+        [kd, kh, kw] if (1..MAX_GEOMETRY).contains(&kd) => Some((kh, kw)),
         _ => None,
     }
 }
@@ -184,6 +188,7 @@ pub(crate) struct Params {
     items: u32,
     kh: u32,
     group: u32,
+    kd: u32,
 }
 
 impl Params {
@@ -278,8 +283,8 @@ impl DirectPlan {
         let u = |v: usize| u32::try_from(v).ok();
         let i = |v: usize| i32::try_from(v).ok();
         // 3x3x3, and the square 2-d filters at stride 1 and 2, have entry points of their
-        // own; other 2-d filters, every 2-d filter at the other strides, and 3-d filters
-        // one plane deep take their height at run time (`kh`).
+        // own; other 2-d and 3-d filters, and every 2-d filter at the other strides, take
+        // their height and depth at run time (`kh`, `kd`).
         let own = fixed_filter(&w[2..]) && (kind != Kind::Strided || w.len() == 5);
         // Work items: per dx row, ceil(W / (tx step)) spans of tx step columns, step
         // threads each (see `Kind::step`).
@@ -342,6 +347,7 @@ impl DirectPlan {
             items: items as u32,
             kh: u(ks[1])?,
             group: u(group)?,
+            kd: u(ks[0])?,
         };
         let dtype = match p.dx.dtype() {
             DType::F32 => "f32",
@@ -404,15 +410,14 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
 /// The kernel's three kinds of entry point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, other 2-d filters of odd width
-    /// up to [`MAX_BAND_WIDTH`], 3-d 3x3x3, and 3-d filters one plane deep of such a
-    /// width ([`plane_filter`]).
+    /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, 3-d 3x3x3, and other 2-d and 3-d
+    /// filters of odd width up to [`MAX_BAND_WIDTH`] ([`plane_filter`]).
     Stride1,
     /// Stride 2 and dilation 1 in height and width: 2-d 3x3, 5x5 and 7x7, and 3-d 3x3x3
     /// with a depth stride of 1 or 2 (any depth dilation).
     Stride2,
-    /// The other strides (not all 1), width dilation 1: 3-d 3x3x3, and 2-d filters and
-    /// 3-d ones one plane deep up to [`MAX_STRIDED_WIDTH`] wide (their height taken at run
+    /// The other strides (not all 1), width dilation 1: 3-d 3x3x3, and 2-d and 3-d
+    /// filters up to [`MAX_STRIDED_WIDTH`] wide (their height and depth taken at run
     /// time).
     Strided,
 }
@@ -744,7 +749,7 @@ mod tests {
         }
         let rust = [
             "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
-            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group",
+            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group", "kd",
         ];
         assert_eq!(names, rust);
         // This struct's fields in that order, four bytes apart.
@@ -773,6 +778,7 @@ mod tests {
             offset_of!(Params, items),
             offset_of!(Params, kh),
             offset_of!(Params, group),
+            offset_of!(Params, kd),
         ];
         let expected: Vec<usize> = (0..rust.len()).map(|i| 4 * i).collect();
         assert_eq!(offsets.to_vec(), expected);
@@ -839,8 +845,8 @@ mod tests {
         no(Case::depthwise(&x, &[3, 4]), "an even width");
         no(Case::depthwise(&x, &[33, 33]), "wider than 31");
         no(
-            Case::depthwise(&[2, 96, 8, 14, 14], &[3, 5, 5]),
-            "3-d, other than 3x3x3",
+            Case::depthwise(&[2, 96, 8, 14, 14], &[3, 4, 4]),
+            "3-d, an even width",
         );
         no(
             Case::depthwise(&[2, 8, 9, 9], &[3, 3]).with(|c| {
@@ -857,7 +863,6 @@ mod tests {
             Case::depthwise(&[1, 2, 3, 3, 70_000], &[3, 3, 3]).with(|c| c.stride = 1 << 15),
             "a stride under it",
         );
-        no(Case::depthwise(&[2, 96, 8, 14, 14], &[3, 1, 1]), "3x1x1");
         no(
             Case::depthwise(&x, &[3, 3]).with(|c| {
                 c.w = vec![64, 64, 3, 3];
@@ -1085,30 +1090,36 @@ mod tests {
     }
 
     #[test]
-    fn three_d_filters_one_plane_deep_take_the_entries_with_the_height_an_argument() {
-        // 1x3x3 at stride 1, dx 8 x 14 x 15: the stride-1 entry of width 3, the height an
-        // argument, every depth a plane of its own.
+    fn other_3d_filters_take_the_entries_with_the_height_and_depth_arguments() {
+        // 1x3x3 at stride 1, dx 8 x 14 x 15: the stride-1 entry of width 3, the height and
+        // the depth (1) arguments.
         let x = [2, 6, 8, 14, 15];
         let plan = Case::depthwise(&x, &[1, 3, 3]).plan().expect("a plan");
         assert_eq!(plan.entry, "dw_dgrad_kw3_s1_f32");
         let q = plan.params;
-        assert_eq!((q.d, q.od, q.oh, q.ow, q.kh), (8, 8, 12, 13, 3));
+        assert_eq!((q.d, q.od, q.oh, q.ow, q.kh, q.kd), (8, 8, 12, 13, 3, 1));
         // Per row of 15 columns, four spans of 4; rows: N C D H.
         assert_eq!(q.items, 2 * 6 * 8 * 14 * 4);
-        // Other heights and widths, half precision, both tiers (cuDNN's engines for
-        // these compile at run time, see the module documentation).
+        // Other depths, heights and widths, half precision, both tiers (cuDNN's engines
+        // for these compile at run time, see the module documentation).
         for (k, entry) in [
             ([1, 1, 1], "dw_dgrad_kw1_s1_f16"),
             ([1, 5, 5], "dw_dgrad_kw5_s1_f16"),
             ([1, 7, 3], "dw_dgrad_kw3_s1_f16"),
+            ([2, 3, 3], "dw_dgrad_kw3_s1_f16"),
+            ([5, 5, 5], "dw_dgrad_kw5_s1_f16"),
+            ([3, 1, 1], "dw_dgrad_kw1_s1_f16"),
         ] {
             let case = Case::depthwise(&x, &k).with(|c| c.dtype = DType::F16);
             for benchmark in [false, true] {
                 let plan = case.plan_in(benchmark).expect("a plan");
                 assert_eq!(plan.entry, entry, "{k:?}");
-                assert_eq!(plan.params.kh, k[1] as u32);
+                assert_eq!((plan.params.kd, plan.params.kh), (k[0] as u32, k[1] as u32));
             }
         }
+        // 3x3x3 keeps its own entry points (its depth fixed in them).
+        let cube = Case::depthwise(&x, &[3, 3, 3]).plan().expect("a plan");
+        assert_eq!(cube.entry, "dw_dgrad_k333_s1_f32");
         // Strided in height and width, depth stride 1 or 2: the strided entries (the
         // stride-2 ones take 2-d filters and 3x3x3 only).
         for depth in [1, 2] {
@@ -1122,9 +1133,16 @@ mod tests {
             assert_eq!((q.sd, q.sh, q.sw, q.kh), (depth as i32, 2, 2, 3));
             assert_eq!(q.od, if depth == 1 { 8 } else { 4 });
         }
-        // Two planes deep, or an even width at stride 1: no entry point.
-        assert!(Case::depthwise(&x, &[2, 3, 3]).plan().is_none(), "2x3x3");
+        // A 5x5x5 filter at stride 3 (padding 2: dy 3 x 5 x 5): the strided entry of width 5.
+        let deep = Case::depthwise(&x, &[5, 5, 5]).with(|c| c.stride = 3);
+        let plan = deep.plan().expect("a plan");
+        assert_eq!(plan.entry, "dw_dgrad_kw5_strided_f32");
+        let q = plan.params;
+        assert_eq!((q.kd, q.kh, q.od, q.oh, q.ow), (5, 5, 3, 5, 5));
+        // An even width at stride 1, or one wider than the strided entries: no entry point.
         assert!(Case::depthwise(&x, &[1, 4, 4]).plan().is_none(), "1x4x4");
+        let wide = Case::depthwise(&x, &[3, 13, 13]).with(|c| c.stride = 2);
+        assert!(wide.plan().is_none(), "3x13x13 strided");
     }
 
     #[test]

@@ -12,13 +12,13 @@
 // read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
 // 333; four outputs a thread), dw_dgrad_k1<K><K>_s1x8_<f32|f16|bf16> (the same for 133,
-// 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d, or 3-d
-// one plane deep, every stride 1, any dilation, the filter's height KH taken at run time,
-// KW odd from 1 to 31), dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width
+// 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d or 3-d,
+// every stride 1, any dilation, the filter's height KH and depth KD taken at run time, KW
+// odd from 1 to 31), dw_dgrad_k<KD><KH><KW>_s2_<f32|f16|bf16> (height and width
 // stride 2 and dilation 1: 133, 155 and 177 2-d only, and 333 with depth stride 1 or 2)
 // and dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
-// dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d, or 3-d one plane deep, the other strides,
-// width dilation 1, the filter's height taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
+// dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d or 3-d, the other strides, width dilation
+// 1, the filter's height and depth taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
 // filter's bytes are the same in either layout): dw_dgrad_nhwc_k1<K><K>_s1_<type> and
 // dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5 and 7x7, every stride 1, any dilation;
 // four outputs a thread, of one channel or of four loaded together).
@@ -42,6 +42,7 @@ struct Params {
                              // or sw (strided); channels last: n h ceil(w / (TX dw)) dw
     unsigned kh;             // filter height (read by the entry points that take it at run time)
     unsigned group;          // channels a block takes (the channels-last entry points)
+    unsigned kd;             // filter depth (read by the entry points that take the height)
 };
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
@@ -137,12 +138,14 @@ __device__ __forceinline__ void store_item(const Params& p, T* __restrict__ dx,
 // x0, x0 + dw, ..., x0 + (TX-1) dw (dw: the width dilation). Output j meets tap e at
 // dy column x0 + pw + (j - e) dw, so the TX outputs of a filter row read TX + KW - 1
 // dy values and KW weights, held in registers, instead of TX * KW of each. KH = 0: the
-// filter's height is p.kh (the filter rows are a loop; the window needs KW fixed).
+// filter's height is p.kh and its depth p.kd (KD unused; the filter rows and planes are
+// loops; the window needs KW fixed).
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, T* __restrict__ dx) {
     const int kh = KH > 0 ? KH : static_cast<int>(p.kh);
-    const int taps = KD * kh * KW;
+    const int kd = KH > 0 ? KD : static_cast<int>(p.kd);
+    const int taps = kd * kh * KW;
     constexpr int WIN = TX + KW - 1;
     const int dw = p.dw;
     const unsigned per_row = items_per_row<TX>(p, dw);
@@ -160,7 +163,7 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
             const T* wk = w + k * taps;
             const T* dyk = dy + (n * p.c * p.m + k) * volume;
 #pragma unroll
-            for (int a = 0; a < KD; ++a) {
+            for (int a = 0; a < kd; ++a) {
                 const int od = z + p.pd - a * p.dd;
                 if (od < 0 || od >= static_cast<int>(p.od)) continue;
 #pragma unroll
@@ -192,13 +195,14 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
 // x0 + sw, ..., x0 + (TX-1) sw. Output j meets tap e at dy column (x0 + pw - e) / sw + j
 // when sw divides x0 + pw - e, the same for every j: a tap that meets one of the outputs
 // meets all TX, at TX consecutive dy values, and its weight is read once for them.
-// KH = 0: the filter's height is p.kh.
+// KH = 0: the filter's height is p.kh and its depth p.kd (KD unused).
 template <typename T, int KD, int KH, int KW, int TX>
 __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __restrict__ w,
                                                    const T* __restrict__ dy,
                                                    T* __restrict__ dx) {
     const int kh = KH > 0 ? KH : static_cast<int>(p.kh);
-    const int taps = KD * kh * KW;
+    const int kd = KH > 0 ? KD : static_cast<int>(p.kd);
+    const int taps = kd * kh * KW;
     const int sw = p.sw;
     const unsigned per_row = items_per_row<TX>(p, sw);
     const unsigned volume = p.od * (p.oh * p.ow);
@@ -215,7 +219,7 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
             const T* wk = w + k * taps;
             const T* dyk = dy + (n * p.c * p.m + k) * volume;
 #pragma unroll
-            for (int a = 0; a < KD; ++a) {
+            for (int a = 0; a < kd; ++a) {
                 const int zd = z + p.pd - a * p.dd;
                 if (zd < 0 || zd % p.sd != 0) continue;
                 const int od = zd / p.sd;

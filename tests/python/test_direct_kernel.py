@@ -71,10 +71,10 @@ class Layer:
             )
         square = self.k in ((3, 3), (5, 5), (7, 7))
         kw = self.k[-1]
-        if len(self.k) == 3 and self.k[0] != 1:
-            runs = self.k == (3, 3, 3)
+        if self.k == (3, 3, 3):
+            runs = True
         elif all(s == 1 for s in self.strides):
-            # 2-d, and 3-d one plane deep: odd widths up to 31.
+            # Other 2-d and 3-d filters: odd widths up to 31.
             runs = square or (kw % 2 == 1 and kw <= 31)
         else:
             # 3x3/5x5/7x7 at stride 2, and any filter up to 11 wide: no width dilation.
@@ -179,8 +179,8 @@ LAYERS = {
     "3x3x3_s2x1x2_m2": Layer(
         (2, 4, 6, 9, 11), (3, 3, 3), 1, multiplier=2, stride=(2, 1, 2)
     ),
-    # 3-d filters one plane deep: the 2-d entries taking the height at run time, every
-    # depth (padded, strided) in their depth loop.
+    # Other 3-d filters: the entries taking the height and the depth at run time (one
+    # plane deep, or more, padded and strided).
     "1x3x3": Layer((2, 8, 5, 9, 11), (1, 3, 3), (0, 1, 1)),
     "1x1x1": Layer((2, 8, 3, 5, 6), (1, 1, 1), 0),
     "1x7x3_d2": Layer((2, 6, 4, 15, 14), (1, 7, 3), (0, 6, 2), dil=2),
@@ -194,6 +194,13 @@ LAYERS = {
         stride=(2, 2, 2),
     ),
     "1x3x3_s1x3x2": Layer((2, 4, 5, 14, 13), (1, 3, 3), (0, 1, 1), stride=(1, 3, 2)),
+    "5x5x5_s3": Layer((2, 6, 9, 11, 10), (5, 5, 5), 2, stride=(3, 3, 3)),
+    "3x1x1_m2": Layer((2, 4, 7, 6, 9), (3, 1, 1), (1, 0, 0), multiplier=2),
+    "2x3x3_d2_conv_mode": Layer(
+        (1, 6, 6, 9, 10), (2, 3, 3), (1, 2, 2), dil=2, convolution=True
+    ),
+    "5x3x3_s1x2x2": Layer((2, 4, 8, 12, 11), (5, 3, 3), (2, 1, 1), stride=(1, 2, 2)),
+    "3x5x5_s2x1x1": Layer((1, 8, 9, 10, 12), (3, 5, 5), (1, 2, 2), stride=(2, 1, 1)),
     # Other 2-d filters: the filter's height taken at run time.
     "1x7": Layer((2, 8, 9, 13), (1, 7), (0, 3)),
     "7x1_conv_mode": Layer((1, 8, 12, 10), (7, 1), (3, 0), convolution=True),
