@@ -131,7 +131,7 @@ fn fixed_filter(extent: &[usize]) -> bool {
 /// filter's height and depth at run time (their depth loop, like the 3x3x3 ones', takes
 /// any depth, padding, dilation and stride); `None` for another rank or a depth at or
 /// over [`MAX_GEOMETRY`].
-fn plane_filter(extent: &[usize]) -> Option<(usize, usize)> {
+fn band_extent(extent: &[usize]) -> Option<(usize, usize)> {
     match *extent {
         [kh, kw] => Some((kh, kw)),
         [kd, kh, kw] if (1..MAX_GEOMETRY).contains(&kd) => Some((kh, kw)),
@@ -411,7 +411,7 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     /// Every stride 1, any dilation: 2-d 3x3, 5x5, 7x7, 3-d 3x3x3, and other 2-d and 3-d
-    /// filters of odd width up to [`MAX_BAND_WIDTH`] ([`plane_filter`]).
+    /// filters of odd width up to [`MAX_BAND_WIDTH`] ([`band_extent`]).
     Stride1,
     /// Stride 2 and dilation 1 in height and width: 2-d 3x3, 5x5 and 7x7, and 3-d 3x3x3
     /// with a depth stride of 1 or 2 (any depth dilation).
@@ -430,7 +430,7 @@ impl Kind {
         let extent = &w[2.min(w.len())..];
         let all = |v: &[usize], n: usize| v.iter().all(|&g| g == n);
         if all(&conv.stride, 1) {
-            let band = plane_filter(extent).is_some_and(|(kh, kw)| band(kh, kw));
+            let band = band_extent(extent).is_some_and(|(kh, kw)| band(kh, kw));
             (fixed_filter(extent) || band).then_some(Kind::Stride1)
         } else {
             // Height and width: the last two dimensions.
@@ -444,7 +444,7 @@ impl Kind {
                 Some(Kind::Stride2)
             } else {
                 let taken = extent == [3, 3, 3]
-                    || plane_filter(extent).is_some_and(|(kh, kw)| strided_band(kh, kw));
+                    || band_extent(extent).is_some_and(|(kh, kw)| strided_band(kh, kw));
                 (taken && conv.dilation.last() == Some(&1)).then_some(Kind::Strided)
             }
         }

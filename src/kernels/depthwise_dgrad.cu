@@ -18,10 +18,11 @@
 // stride 2 and dilation 1: 133, 155 and 177 2-d only, and 333 with depth stride 1 or 2)
 // and dw_dgrad_k333_strided_<f32|f16|bf16> (3-d, the other strides, width dilation 1) and
 // dw_dgrad_kw<KW>_strided_<f32|f16|bf16> (2-d or 3-d, the other strides, width dilation
-// 1, the filter's height and depth taken at run time, KW from 1 to 11). Channels last (NHWC dy and dx; the
-// filter's bytes are the same in either layout): dw_dgrad_nhwc_k1<K><K>_s1_<type> and
-// dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5 and 7x7, every stride 1, any dilation;
-// four outputs a thread, of one channel or of four loaded together).
+// 1, the filter's height and depth taken at run time, KW from 1 to 11). Channels last
+// (NHWC dy and dx; the filter's bytes are the same in either layout):
+// dw_dgrad_nhwc_k1<K><K>_s1_<type> and dw_dgrad_nhwc_k1<K><K>_s1v4_<type> (2-d 3x3, 5x5
+// and 7x7, every stride 1, any dilation; four outputs a thread, of one channel or of four
+// loaded together).
 //
 // scripts/gen_ptx.py compiles each entry point of this with NVRTC on its own into the
 // packs of PTX and cubins committed beside it, which src/bwd_data/kernel.rs loads through
