@@ -263,10 +263,12 @@ impl CudnnContext {
     /// Turns measuring on or off for [`crate::DefaultAlgo`] (and so for the one-call API),
     /// as PyTorch's `torch.backends.cudnn.benchmark`: on, the first call (or workspace
     /// query) of a problem times the engines the instant heuristic and the fallback list
-    /// rank on scratch buffers (staged: each one's first-ranked knob setting until one is
-    /// four times slower than the fastest, then the other settings of the close ones, an
-    /// engine's until one is three times slower; engines only the fallback list names only
-    /// while fewer than six ranked ones were timed), within
+    /// rank on scratch buffers (the first ten that build, in rank order, as PyTorch's
+    /// benchmark mode times them, but for further settings of an engine three times
+    /// slower than the fastest; beyond those, staged: each one's first-ranked knob
+    /// setting until one is four times slower than the fastest, then the other settings
+    /// of the close ones, an engine's until one is three times slower; engines only the
+    /// fallback list names only while fewer than six ranked ones were timed), within
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
     /// choice is made without timing. Measured choices are kept either way.
     pub fn set_benchmark(&self, on: bool) {

@@ -117,6 +117,23 @@ const LONG_CALL_SETTINGS: usize = 3;
 /// f32 NCHW row lost its fastest engine (1.6-1.8x), a fallback-only one timed after five
 /// ranked.
 const LONG_CALL_RANKED: usize = 6;
+/// A staged timing takes the first this many configurations in list order (mode A's
+/// ranking, then the fallback list) that give a time, whatever its stages rule out (but
+/// for further settings of an engine found [`SETTING_END_SPREAD`] times slower than the
+/// fastest): the plans PyTorch's benchmark mode times (`torch.backends.cudnn.benchmark_limit`,
+/// 10 by default: the first ten plans of mode A's and the fallback list that build) are
+/// then all among ours. The stages' cuts were fitted to the broad suite's traces; on
+/// layers drawn at random on the H200 (`bench/random_layers.py --measured`, seeds 9 and
+/// 11) they left out what PyTorch's benchmark mode found: a 7x7 stride-2 TF32
+/// channels-last layer ended its first stage at cuDNN's generic engine (engine 0, ranked
+/// third and 33 times slower) and never reached the engines ranked after it, five times
+/// faster (1.54x PyTorch's time a call); a dilated grouped TF32 layer, one configuration
+/// ranked by mode A, ended it at the same engine from the fallback list (1.97x); a 5x5
+/// bf16 layer took one setting of six engines and missed another setting of one of them
+/// 18% faster (1.15x), a 3x3x3 f16 one likewise (1.29x). With the floor those rows came
+/// out at 0.53x, 0.99x, 0.99x and 0.98x PyTorch's time, and the first sights of the 140
+/// layers took 10-17% longer (0.72-0.77x PyTorch's benchmark mode in geometric mean).
+const PEER_FLOOR: usize = 10;
 /// A plan whose host time to issue one call is at least this fraction of the call's time
 /// on the GPU is timed replayed (see [`Runner`]): issued directly, back-to-back calls would
 /// wait on the host. A one-kernel plan that issues faster keeps the GPU busy, and is
@@ -208,8 +225,9 @@ fn long_calls_end_settings(timed: usize, fastest: f32) -> bool {
 }
 
 std::thread_local! {
-    /// The runs of the configuration being timed, `(calls, ms per call)`, while tracing.
-    static RUNS: std::cell::RefCell<Vec<(usize, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The runs of the configuration being timed, `(calls, ms per call, host ms per call)`,
+    /// while tracing.
+    static RUNS: std::cell::RefCell<Vec<(usize, f32, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The node count of the configuration's first capture (0: not captured), for the
     /// trace.
     static NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -221,44 +239,90 @@ std::thread_local! {
 /// Prints one traced configuration's line and forgets its runs.
 fn trace_line(what: &str) {
     let runs = RUNS.with(|r| std::mem::take(&mut *r.borrow_mut()));
-    let runs: Vec<String> = runs.iter().map(|(n, ms)| format!("{n}x{ms:.4}")).collect();
+    let runs: Vec<String> = runs
+        .iter()
+        .map(|(n, ms, host)| format!("{n}x{ms:.4}h{host:.4}"))
+        .collect();
     eprintln!("cudnn_rs find: {what} runs {}", runs.join(" "));
 }
 
 /// The order in which a timing takes the configurations a heuristic listed (their engine
 /// indices, in the heuristic's order): all of them in order, or staged: each engine's
 /// first-ranked setting, then the other settings of the engines found close to the
-/// fastest (the others are ruled out, not cut).
+/// fastest (the others are ruled out, not cut). A staged schedule also takes, in list
+/// order, the first [`PEER_FLOOR`] configurations that give a time, whatever the stages
+/// rule out (but not settings of an engine found far slower, see [`Self::slow_engine`]).
 struct Schedule {
     engines: Vec<i64>,
     first: Vec<bool>,
     queue: Vec<usize>,
+    /// Whether a configuration is in `queue` (handed out or still to come).
+    queued: Vec<bool>,
     next: usize,
     staged: bool,
     second_stage: bool,
     /// Engines whose settings not yet handed out are ruled out.
     ended: Vec<i64>,
+    /// The configurations before this index are taken whatever the stages rule out (the
+    /// floor; it moves on by one for each of them that gives no time).
+    floor: usize,
+    /// Engines found far slower than the fastest: their settings not yet handed out are
+    /// ruled out, under the floor too.
+    slow: Vec<i64>,
 }
 
 impl Schedule {
-    fn new(engines: Vec<i64>, staged: bool) -> Self {
+    /// A schedule of `engines`' configurations; `staged`, the first `floor` of them that
+    /// give a time are taken whatever the stages rule out.
+    fn new(engines: Vec<i64>, staged: bool, floor: usize) -> Self {
         let first: Vec<bool> = engines
             .iter()
             .enumerate()
             .map(|(i, e)| !engines[..i].contains(e))
             .collect();
-        let queue = (0..engines.len())
-            .filter(|&i| !staged || first[i])
+        let floor = if staged { floor.min(engines.len()) } else { 0 };
+        let queue: Vec<usize> = (0..engines.len())
+            .filter(|&i| !staged || first[i] || i < floor)
             .collect();
+        let mut queued = vec![false; engines.len()];
+        for &i in &queue {
+            queued[i] = true;
+        }
         Self {
             engines,
             first,
             queue,
+            queued,
             next: 0,
             staged,
             second_stage: !staged,
             ended: Vec::new(),
+            floor,
+            slow: Vec::new(),
         }
+    }
+
+    /// Whether configuration `i` is still to be taken: its engine not found far slower,
+    /// and under the floor or its engine not ruled out.
+    fn open(&self, i: usize) -> bool {
+        let engine = &self.engines[i];
+        !self.slow.contains(engine) && (i < self.floor || !self.ended.contains(engine))
+    }
+
+    /// Queues configuration `j` where the first stage's list order puts it, or, in the
+    /// second stage, next (unless it is queued already).
+    fn enqueue(&mut self, j: usize) {
+        if self.queued[j] {
+            return;
+        }
+        self.queued[j] = true;
+        let at = if self.second_stage {
+            self.next
+        } else {
+            // The first stage's queue is in list order.
+            self.next + self.queue[self.next..].partition_point(|&q| q < j)
+        };
+        self.queue.insert(at, j);
     }
 
     /// The next configuration to time; when the first stage is done, `close` names the
@@ -270,24 +334,37 @@ impl Schedule {
                 self.second_stage = true;
                 let close = close.take().map_or_else(Vec::new, |f| f());
                 let (engines, first) = (&self.engines, &self.first);
-                self.queue.extend(
-                    (0..engines.len()).filter(|&i| !first[i] && close.contains(&engines[i])),
-                );
+                let queued = &mut self.queued;
+                for i in 0..engines.len() {
+                    if !first[i] && !queued[i] && close.contains(&engines[i]) {
+                        queued[i] = true;
+                        self.queue.push(i);
+                    }
+                }
             }
             let i = *self.queue.get(self.next)?;
             self.next += 1;
             // Ruled out after it was queued: skip it.
-            if !self.ended.contains(&self.engines[i]) {
+            if self.open(i) {
                 return Some(i);
             }
         }
     }
 
     /// Rules out the settings of configuration `i`'s engine not yet handed out (only in
-    /// a staged schedule's second stage).
+    /// a staged schedule's second stage; not those under the floor).
     fn end_engine(&mut self, i: usize) {
         if self.staged && self.second_stage && !self.ended.contains(&self.engines[i]) {
             self.ended.push(self.engines[i]);
+        }
+    }
+
+    /// Rules out the settings of configuration `i`'s engine not yet handed out, those under
+    /// the floor too: the engine came out far slower than the fastest ([`SETTING_END_SPREAD`]:
+    /// the heuristics rank an engine's settings by speed well). Only in a staged schedule.
+    fn slow_engine(&mut self, i: usize) {
+        if self.staged && !self.slow.contains(&self.engines[i]) {
+            self.slow.push(self.engines[i]);
         }
     }
 
@@ -313,9 +390,17 @@ impl Schedule {
     /// its place there: else the engine would never be timed at all, since only engines
     /// found close to the fastest get their other settings timed. (On the H200, eight of
     /// the fourteen configurations mode A lists for a grouped f32 layer have notes a
-    /// no-TF32 call refuses, two engines' first two settings among them.)
+    /// no-TF32 call refuses, two engines' first two settings among them.) Where it was
+    /// under the floor, the floor moves on to the next configuration in list order.
     fn untimed(&mut self, i: usize) {
-        if !self.staged || self.second_stage || !self.first.get(i).copied().unwrap_or(false) {
+        if !self.staged {
+            return;
+        }
+        if i < self.floor && self.floor < self.engines.len() {
+            self.floor += 1;
+            self.enqueue(self.floor - 1);
+        }
+        if self.second_stage || !self.first.get(i).copied().unwrap_or(false) {
             return;
         }
         let engine = self.engines[i];
@@ -323,9 +408,7 @@ impl Schedule {
             return;
         };
         self.first[j] = true;
-        // The first stage's queue is in list order: j goes where its rank puts it.
-        let at = self.next + self.queue[self.next..].partition_point(|&q| q < j);
-        self.queue.insert(at, j);
+        self.enqueue(j);
     }
 
     /// Whether configuration `i` is another knob setting of an engine already timed in the
@@ -335,25 +418,38 @@ impl Schedule {
     }
 
     /// Ends the first stage of a staged schedule now: the first settings not yet handed
-    /// out are ruled out (not cut: [`Self::left`] does not count them).
+    /// out are ruled out (not cut: [`Self::left`] does not count them), but for those under
+    /// the floor.
     fn end_first_stage(&mut self) {
-        if !self.second_stage {
-            self.queue.truncate(self.next);
+        if self.second_stage {
+            return;
+        }
+        let (floor, queued) = (self.floor, &mut self.queued);
+        let rest = self.queue.split_off(self.next);
+        for i in rest {
+            if i < floor {
+                self.queue.push(i);
+            } else {
+                queued[i] = false;
+            }
         }
     }
 
     /// How many configurations stopping now leaves out: what is left in the queue and,
     /// before the second stage, every other setting (that stage could have taken them).
     fn left(&self) -> usize {
-        let open = |i: &usize| !self.ended.contains(&self.engines[*i]);
         let later = if self.second_stage {
             0
         } else {
             (0..self.first.len())
-                .filter(|i| !self.first[*i] && open(i))
+                .filter(|&i| !self.first[i] && !self.queued[i] && self.open(i))
                 .count()
         };
-        self.queue[self.next..].iter().filter(|i| open(i)).count() + later
+        self.queue[self.next..]
+            .iter()
+            .filter(|&&i| self.open(i))
+            .count()
+            + later
     }
 }
 
@@ -746,10 +842,11 @@ impl CudnnContext {
     /// until `budget` runs out; fastest first. A plan of several kernels, or one the host
     /// cannot issue well within its GPU time ([`HOST_BOUND`]), is timed as one captured
     /// call replayed, as repeated calls run (see [`Runner`]), where replay is on.
-    /// The configurations are taken in their order, or, `staged`, in two stages: first
-    /// each engine's first-listed knob setting, then the other settings of the engines
-    /// within [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings
-    /// that can win are still reached; see also [`STAGE_END_SPREAD`],
+    /// The configurations are taken in their order, or, `staged`, the first
+    /// [`PEER_FLOOR`] in order and the rest in two stages: first each engine's
+    /// first-listed knob setting, then the other settings of the engines within
+    /// [`STAGE_SPREAD`] of the fastest (a first sight stays cheap, and the settings that
+    /// can win are still reached; see also [`STAGE_END_SPREAD`],
     /// [`SETTING_END_SPREAD`], [`FALLBACK_MIN_RANKED`], [`LONG_CALL_SETTINGS`] and
     /// [`LONG_CALL_RANKED`]). Records `(timed, left out by
     /// the limit or the budget)` for [`Self::last_find_report`].
@@ -796,8 +893,11 @@ impl CudnnContext {
                     .is_some_and(|m| m != HeurMode::CUDNN_HEUR_MODE_FALLBACK)
             })
             .collect();
-        let mut schedule =
-            Schedule::new(configs.iter().map(|c| c.config.index()).collect(), staged);
+        let mut schedule = Schedule::new(
+            configs.iter().map(|c| c.config.index()).collect(),
+            staged,
+            PEER_FLOOR,
+        );
         // The engines of ranked configurations timed so far (FALLBACK_MIN_RANKED).
         let mut ranked_timed: Vec<i64> = Vec::new();
         // The engine of each other knob setting timed so far (LONG_CALL_SETTINGS).
@@ -892,7 +992,7 @@ impl CudnnContext {
                 schedule.end_first_stage();
             }
             if best.is_finite() && best >= SETTING_END_SPREAD * fastest {
-                schedule.end_engine(i);
+                schedule.slow_engine(i);
             }
             timing.trials += config_wall;
             if tracing() {
@@ -1195,7 +1295,7 @@ impl CudnnContext {
             (issued.as_secs_f64() * 1e3 / calls as f64) as f32,
         );
         if tracing() {
-            RUNS.with(|r| r.borrow_mut().push((calls, ms)));
+            RUNS.with(|r| r.borrow_mut().push((calls, ms, host_ms)));
         }
         Ok(Some(Calls { ms, host_ms }))
     }
@@ -1362,7 +1462,7 @@ mod tests {
     /// Every configuration the schedule hands out, with `close` as the engines near the
     /// fastest after the first stage.
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
-        let mut s = Schedule::new(engines.to_vec(), staged);
+        let mut s = Schedule::new(engines.to_vec(), staged, 0);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
     }
 
@@ -1499,7 +1599,7 @@ mod tests {
     #[test]
     fn a_slow_tail_ends_the_first_stage_but_not_the_second() {
         let engines = [67, 71, 67, 5, 9, 71];
-        let mut s = Schedule::new(engines.to_vec(), true);
+        let mut s = Schedule::new(engines.to_vec(), true, 0);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.next(Vec::new), Some(1));
         // Engine 71 came out far slower than 67: engines 5 and 9 are ruled out, not cut.
@@ -1514,7 +1614,7 @@ mod tests {
         s.end_first_stage(); // no effect in the second stage
         assert_eq!(s.next(Vec::new), None);
         // An exhaustive schedule has no stages: every configuration comes, none screened.
-        let mut all = Schedule::new(engines.to_vec(), false);
+        let mut all = Schedule::new(engines.to_vec(), false, 0);
         all.end_first_stage();
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
@@ -1523,7 +1623,7 @@ mod tests {
 
     #[test]
     fn a_cut_counts_what_the_second_stage_could_still_take() {
-        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], true);
+        let mut s = Schedule::new(vec![67, 67, 71, 71, 71], true, 0);
         assert_eq!(s.left(), 5);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.left(), 4);
@@ -1539,22 +1639,22 @@ mod tests {
     }
 
     #[test]
-    fn a_slow_setting_ends_its_engines_later_settings_in_the_second_stage() {
+    fn an_engine_ended_in_the_second_stage_takes_no_more_settings() {
         let engines = [67, 71, 67, 71, 67, 71];
-        let mut s = Schedule::new(engines.to_vec(), true);
+        let mut s = Schedule::new(engines.to_vec(), true, 0);
         assert_eq!(s.next(Vec::new), Some(0));
         assert_eq!(s.next(Vec::new), Some(1));
         // First stage: ending an engine is a no-op (its first setting is all it had yet).
         s.end_engine(1);
         assert_eq!(s.next(|| vec![67, 71]), Some(2));
-        // Engine 67's setting 2 came out far slower: its setting 4 is ruled out, not cut.
+        // Engine 67 ended at its setting 2: its setting 4 is ruled out, not cut.
         s.end_engine(2);
         assert_eq!(s.left(), 2, "71's two other settings");
         assert_eq!(s.next(Vec::new), Some(3));
         assert_eq!(s.next(Vec::new), Some(5));
         assert_eq!(s.next(Vec::new), None);
         // Exhaustive: nothing is ruled out.
-        let mut all = Schedule::new(engines.to_vec(), false);
+        let mut all = Schedule::new(engines.to_vec(), false, 0);
         all.end_engine(0);
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
@@ -1565,7 +1665,7 @@ mod tests {
         // Engine 1's first setting (0) does not build; its next (4, listed after engine
         // 99's) takes its place in the first stage, in list order.
         let engines = vec![1, 2, 99, 2, 1, 1];
-        let mut s = Schedule::new(engines.clone(), true);
+        let mut s = Schedule::new(engines.clone(), true, 0);
         assert_eq!(s.next(Vec::new), Some(0));
         s.untimed(0);
         assert!(!s.is_other_setting(4), "now a first setting, not screened");
@@ -1576,7 +1676,7 @@ mod tests {
         assert_eq!(s.next(|| vec![1]), Some(5));
         assert_eq!(s.next(Vec::new), None);
         // A setting that gave no time in the second stage promotes nothing.
-        let mut late = Schedule::new(engines.clone(), true);
+        let mut late = Schedule::new(engines.clone(), true, 0);
         let first: Vec<usize> = std::iter::from_fn(|| late.next(|| vec![2]))
             .take(4)
             .collect();
@@ -1584,16 +1684,116 @@ mod tests {
         late.untimed(3);
         assert_eq!(late.next(Vec::new), None);
         // An engine's last setting giving no time, or an exhaustive schedule: no change.
-        let mut last = Schedule::new(vec![7, 8], true);
+        let mut last = Schedule::new(vec![7, 8], true, 0);
         assert_eq!(last.next(Vec::new), Some(0));
         last.untimed(0);
         assert_eq!(last.next(Vec::new), Some(1));
         assert_eq!(last.next(Vec::new), None);
-        let mut all = Schedule::new(engines, false);
+        let mut all = Schedule::new(engines, false, 0);
         assert_eq!(all.next(Vec::new), Some(0));
         all.untimed(0);
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn the_floor_takes_the_first_configurations_whatever_the_stages_rule_out() {
+        // A generic engine ranked third (2) ends the first stage; the floor of six still
+        // takes 3-5 (76's two settings among them) in list order, then only the second
+        // stage's settings of close engines not taken yet.
+        let engines = [25, 2, 0, 76, 76, 65, 60, 25, 76];
+        let mut s = Schedule::new(engines.to_vec(), true, 6);
+        assert_eq!(s.left(), 9);
+        for want in 0..3 {
+            assert_eq!(s.next(Vec::new), Some(want));
+        }
+        s.end_first_stage();
+        // Under the floor: 3, 4, 5; ruled out: 60's first setting (6); the second stage
+        // may still take 25's and 76's others (7, 8).
+        assert_eq!(s.left(), 5);
+        assert!(!s.is_other_setting(3));
+        assert_eq!(s.next(Vec::new), Some(3));
+        assert_eq!(s.next(Vec::new), Some(4));
+        assert!(
+            s.is_other_setting(4),
+            "another setting under the floor is screened"
+        );
+        assert_eq!(s.next(Vec::new), Some(5));
+        // The second stage: the close engines' settings the floor did not take.
+        assert_eq!(s.next(|| vec![76, 25]), Some(7));
+        assert_eq!(s.next(Vec::new), Some(8));
+        assert_eq!(s.next(Vec::new), None);
+        // Without the floor the first stage ends at 2: the faster engines never come.
+        let mut bare = Schedule::new(engines.to_vec(), true, 0);
+        for want in 0..3 {
+            assert_eq!(bare.next(Vec::new), Some(want));
+        }
+        bare.end_first_stage();
+        assert_eq!(bare.next(|| vec![25]), Some(7));
+        assert_eq!(bare.next(Vec::new), None);
+    }
+
+    #[test]
+    fn a_far_slower_engine_loses_its_settings_under_the_floor_too() {
+        let engines = [5, 9, 9, 9, 7];
+        let mut s = Schedule::new(engines.to_vec(), true, 5);
+        assert_eq!(s.next(Vec::new), Some(0));
+        assert_eq!(s.next(Vec::new), Some(1));
+        s.slow_engine(1);
+        assert_eq!(s.left(), 1, "engine 9's settings 2 and 3 are ruled out");
+        assert_eq!(s.next(Vec::new), Some(4));
+        assert_eq!(s.next(|| vec![9]), None);
+        // Exhaustive: nothing is ruled out.
+        let mut all = Schedule::new(engines.to_vec(), false, 5);
+        assert_eq!(all.next(Vec::new), Some(0));
+        all.slow_engine(0);
+        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
+        assert_eq!(order, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_floor_moves_on_past_configurations_that_give_no_time() {
+        let engines = vec![1, 2, 3, 4, 5];
+        let mut s = Schedule::new(engines.clone(), true, 2);
+        assert_eq!(s.next(Vec::new), Some(0));
+        s.untimed(0);
+        s.end_first_stage();
+        // 0 gave no time: the floor now covers 1 and 2.
+        assert_eq!(s.left(), 2);
+        assert_eq!(s.next(Vec::new), Some(1));
+        assert_eq!(s.next(Vec::new), Some(2));
+        assert_eq!(s.next(Vec::new), None);
+        // After a stage's end, a configuration under the floor giving no time brings back
+        // the next one the end had ruled out.
+        let mut back = Schedule::new(engines.clone(), true, 2);
+        assert_eq!(back.next(Vec::new), Some(0));
+        back.end_first_stage();
+        assert_eq!(back.next(Vec::new), Some(1));
+        back.untimed(1);
+        assert_eq!(back.next(Vec::new), Some(2));
+        assert_eq!(back.next(Vec::new), None);
+        // The floor past the list's end, or an exhaustive schedule: no change.
+        let mut short = Schedule::new(vec![7], true, 4);
+        assert_eq!(short.next(Vec::new), Some(0));
+        short.untimed(0);
+        assert_eq!(short.next(Vec::new), None);
+        let mut all = Schedule::new(engines, false, 2);
+        all.end_first_stage();
+        all.untimed(0);
+        let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
+        assert_eq!(order, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_floor_takes_fallback_only_engines_ruled_out() {
+        let engines = vec![1, 99, 2, 98];
+        let ranked = [true, false, true, false];
+        let mut s = Schedule::new(engines, true, 2);
+        assert_eq!(s.next(Vec::new), Some(0));
+        s.end_unranked(&ranked);
+        assert_eq!(s.next(Vec::new), Some(1), "under the floor");
+        assert_eq!(s.next(Vec::new), Some(2));
+        assert_eq!(s.next(Vec::new), None, "98 is ruled out");
     }
 
     #[test]
@@ -1602,7 +1802,7 @@ mod tests {
         // setting of engine 1 (ranked[3] false, but engine 1 is ranked).
         let engines = vec![1, 2, 99, 1];
         let ranked = [true, true, false, false];
-        let mut s = Schedule::new(engines.clone(), true);
+        let mut s = Schedule::new(engines.clone(), true, 0);
         assert_eq!(s.next(Vec::new), Some(0));
         s.end_unranked(&ranked);
         assert_eq!(s.left(), 2, "engine 2's first setting and engine 1's other");
@@ -1610,7 +1810,7 @@ mod tests {
         assert_eq!(s.next(|| vec![1, 99]), Some(3));
         assert_eq!(s.next(Vec::new), None);
         // Exhaustive: nothing is ruled out.
-        let mut all = Schedule::new(engines, false);
+        let mut all = Schedule::new(engines, false, 0);
         all.end_unranked(&ranked);
         let order: Vec<usize> = std::iter::from_fn(|| all.next(Vec::new)).collect();
         assert_eq!(order, [0, 1, 2, 3]);

@@ -109,8 +109,8 @@ impl CudnnContext {
 
     /// Times the candidates of the default choice on scratch operands (never the caller's
     /// memory): the engines the instant heuristic (mode A) and the fallback list rank, as
-    /// PyTorch's benchmark mode takes them, each knob setting of those close to the
-    /// fastest (staged, see [`Self::time_engines`]); the fastest. Mode B and the engines
+    /// PyTorch's benchmark mode takes them (its first ten in full), each knob setting of
+    /// those close to the fastest (staged, see [`Self::time_engines`]); the fastest. Mode B and the engines
     /// no heuristic ranks are left to the engine find: on the H200 the configurations
     /// only mode B ranked were the fastest in none of 138 first sights of the broad
     /// suite (`bench/first_sight.py`), while asking it took up to 29 ms a problem (dilated

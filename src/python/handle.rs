@@ -196,11 +196,13 @@ impl PyHandle {
     /// Whether the default choice (`DefaultAlgo()`, the one-call API) measures, as
     /// PyTorch's `torch.backends.cudnn.benchmark`: when True, the first call (or workspace
     /// query) of a problem times the engines cuDNN's instant heuristic (mode A) and
-    /// fallback list rank on scratch buffers (each one's first-ranked knob setting in rank
-    /// order until one is four times slower than the fastest, then the ranked settings of
-    /// those within 10% of the fastest, an engine's until one is three times slower; engines
-    /// only the fallback list names only while fewer than six ranked ones were timed), within
-    /// `benchmark_budget_ms`,
+    /// fallback list rank on scratch buffers (the first ten that build, in rank order, as
+    /// PyTorch's benchmark mode times them, but for further settings of an engine three
+    /// times slower than the fastest; beyond those, each one's first-ranked knob setting in
+    /// rank order until one is four times slower than the fastest, then the ranked settings
+    /// of those within 10% of the fastest, an engine's until one is three times slower;
+    /// engines only the fallback list names only while fewer than six ranked ones were
+    /// timed), within `benchmark_budget_ms`,
     /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
     /// (the default): the choice is made without timing, the same in every process.
     #[getter]
