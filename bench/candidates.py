@@ -13,7 +13,12 @@ Also the untimed default choice (``DefaultAlgo``'s engine) and PyTorch's default
 rows may name the layers of ``EXTRA_LAYERS`` (layers of real models the layer zoo found
 the default slower on) besides the broad suite's.
 
+With ``--random SEED:I,J``, the rows are instead the I-th, J-th, ... layers
+``bench/random_layers.py --seed SEED`` draws (counting from 0), and PyTorch's benchmark
+mode is shown instead of its default (PyTorch keeps one plan per problem).
+
 Usage (GPU machine): python bench/candidates.py [--rows dil2_3x3_c256_28:tf32 ...]
+                     [--random 9:10,31]
 """
 
 from __future__ import annotations
@@ -124,23 +129,83 @@ def ours_plans(
     return times, pick
 
 
+def random_rows(spec: str) -> list[tuple[broad.Layer, broad.Config]]:
+    """The layers ``random_layers.py --seed SEED`` draws at the indices `spec` names
+    (``SEED:I,J,...``), each at its drawn batch and with its drawn configuration."""
+    import random
+
+    from random_layers import draw
+
+    seed, indices = spec.split(":")
+    wanted = {int(i) for i in indices.split(",")}
+    rng = random.Random(int(seed))
+    dtypes = {"f32": "float32", "tf32": "float32", "f16": "float16", "bf16": "bfloat16"}
+    out = []
+    i = 0
+    while len(out) < len(wanted):
+        d = draw(rng)
+        if d is None:
+            continue
+        if i in wanted:
+            conv, n, cfg, cl, family = d
+            name = f"random{seed}_{i}_{family}_" + conv.label().replace(" ", "_")
+            layer = broad.Layer(
+                name,
+                conv.x[0],
+                conv.w[0],
+                conv.x[1:],
+                conv.w[2:],
+                conv.stride,
+                conv.padding,
+                conv.dilation,
+                conv.groups,
+                n,
+            )
+            out.append((layer, broad.Config(dtypes[cfg], cl, cfg != "f32")))
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", nargs="*", default=list(DEFAULT_ROWS))
     ap.add_argument(
         "--batch1", action="store_true", help="batch 1 instead of realistic"
     )
+    ap.add_argument(
+        "--random",
+        help="SEED:I,J,...: the layers random_layers.py --seed SEED draws I-th, J-th, ...",
+    )
     args = ap.parse_args(argv)
     layers = {layer.name: layer for layer in [*broad.LAYERS, *EXTRA_LAYERS]}
+    if args.random:
+        rows = random_rows(args.random)
+    else:
+        rows = []
+        for row in args.rows:
+            name, cfg_name = row.split(":")
+            rows.append((layers[name], CONFIG_OF[cfg_name]))
     timer = broad.Timer("cuda", reps=20, trials=5)
     fe = broad.Frontend(max_plans=10**6)
     ours = broad.Ours("cuda")
     gen = torch.Generator().manual_seed(14)
-    for row in args.rows:
-        name, cfg_name = row.split(":")
-        layer, cfg = layers[name], CONFIG_OF[cfg_name]
-        n = 1 if args.batch1 else layer.batch
+    for layer, cfg in rows:
+        name = layer.name
+        n = 1 if args.batch1 and not args.random else layer.batch
         p = broad.make_problem(layer, n, cfg, "cuda", gen)
+
+        def theirs(p=p):
+            return broad.torch_dgrad(p.dy, p.x, p.w, p.layer)
+
+        # PyTorch caches its plan per problem whatever the mode: the benchmark mode's
+        # search only happens on the problem's first call, so it goes first.
+        bench_line = ""
+        if args.random:
+            broad.set_torch_flags(tf32=cfg.tf32, benchmark=True)
+            first = timer.first_call_ms(theirs)
+            kernels = broad.torch_kernels(theirs, timer)
+            ms = timer.per_call_ms(theirs)
+            bench_line = f"  torch benchmark {ms:.4f} ms (first {first:.1f}): {kernels}"
         broad.set_torch_flags(tf32=cfg.tf32, benchmark=False)
         fe_t = frontend_plans(fe, p, timer)
         ours_t, pick = ours_plans(ours, p, timer)
@@ -150,12 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         e = ours.h.get_convolution_backward_data_default(w, dy, dxc, ours.conv(p))
         run = ours._explicit(ours.h, w, dy, dxc, ours.conv(p), broad.DEFAULT_MARKER())
         print(f"  default {tag(e.index, e.knobs)} {timer.per_call_ms(run):.4f} ms")
-
-        def theirs(p=p):
-            return broad.torch_dgrad(p.dy, p.x, p.w, p.layer)
-
-        kernels = broad.torch_kernels(theirs, timer)
-        print(f"  torch default {timer.per_call_ms(theirs):.4f} ms: {kernels}")
+        if bench_line:
+            print(bench_line)
+        else:
+            kernels = broad.torch_kernels(theirs, timer)
+            print(f"  torch default {timer.per_call_ms(theirs):.4f} ms: {kernels}")
         names = sorted(
             set(fe_t) | set(ours_t),
             key=lambda k: min(fe_t.get(k, 1e9), ours_t.get(k, 1e9)),
