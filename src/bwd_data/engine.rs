@@ -255,9 +255,8 @@ fn trace_line(what: &str) {
 struct Schedule {
     engines: Vec<i64>,
     first: Vec<bool>,
+    /// The configurations handed out, then those still to come.
     queue: Vec<usize>,
-    /// Whether a configuration is in `queue` (handed out or still to come).
-    queued: Vec<bool>,
     next: usize,
     staged: bool,
     second_stage: bool,
@@ -281,18 +280,13 @@ impl Schedule {
             .map(|(i, e)| !engines[..i].contains(e))
             .collect();
         let floor = if staged { floor.min(engines.len()) } else { 0 };
-        let queue: Vec<usize> = (0..engines.len())
+        let queue = (0..engines.len())
             .filter(|&i| !staged || first[i] || i < floor)
             .collect();
-        let mut queued = vec![false; engines.len()];
-        for &i in &queue {
-            queued[i] = true;
-        }
         Self {
             engines,
             first,
             queue,
-            queued,
             next: 0,
             staged,
             second_stage: !staged,
@@ -312,10 +306,9 @@ impl Schedule {
     /// Queues configuration `j` where the first stage's list order puts it, or, in the
     /// second stage, next (unless it is queued already).
     fn enqueue(&mut self, j: usize) {
-        if self.queued[j] {
+        if self.queue.contains(&j) {
             return;
         }
-        self.queued[j] = true;
         let at = if self.second_stage {
             self.next
         } else {
@@ -334,13 +327,12 @@ impl Schedule {
                 self.second_stage = true;
                 let close = close.take().map_or_else(Vec::new, |f| f());
                 let (engines, first) = (&self.engines, &self.first);
-                let queued = &mut self.queued;
-                for i in 0..engines.len() {
-                    if !first[i] && !queued[i] && close.contains(&engines[i]) {
-                        queued[i] = true;
-                        self.queue.push(i);
-                    }
-                }
+                let others: Vec<usize> = (0..engines.len())
+                    .filter(|&i| {
+                        !first[i] && close.contains(&engines[i]) && !self.queue.contains(&i)
+                    })
+                    .collect();
+                self.queue.extend(others);
             }
             let i = *self.queue.get(self.next)?;
             self.next += 1;
@@ -424,15 +416,13 @@ impl Schedule {
         if self.second_stage {
             return;
         }
-        let (floor, queued) = (self.floor, &mut self.queued);
-        let rest = self.queue.split_off(self.next);
-        for i in rest {
-            if i < floor {
-                self.queue.push(i);
-            } else {
-                queued[i] = false;
-            }
-        }
+        // Those handed out stay (the queue records them), and those under the floor.
+        let (next, floor) = (self.next, self.floor);
+        let mut at = 0;
+        self.queue.retain(|&q| {
+            at += 1;
+            at <= next || q < floor
+        });
     }
 
     /// How many configurations stopping now leaves out: what is left in the queue and,
@@ -442,7 +432,7 @@ impl Schedule {
             0
         } else {
             (0..self.first.len())
-                .filter(|&i| !self.first[i] && !self.queued[i] && self.open(i))
+                .filter(|&i| !self.first[i] && !self.queue.contains(&i) && self.open(i))
                 .count()
         };
         self.queue[self.next..]
