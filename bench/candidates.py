@@ -24,6 +24,7 @@ Usage (GPU machine): python bench/candidates.py [--rows dil2_3x3_c256_28:tf32 ..
 from __future__ import annotations
 
 import argparse
+import random
 import re
 import sys
 import time
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 
 import broad
 import torch
+from random_layers import draw
 
 # layer name : configuration (f32, f32nhwc, tf32, f16, bf16, f16nchw)
 DEFAULT_ROWS = (
@@ -132,10 +134,6 @@ def ours_plans(
 def random_rows(spec: str) -> list[tuple[broad.Layer, broad.Config]]:
     """The layers ``random_layers.py --seed SEED`` draws at the indices `spec` names
     (``SEED:I,J,...``), each at its drawn batch and with its drawn configuration."""
-    import random
-
-    from random_layers import draw
-
     seed, indices = spec.split(":")
     wanted = {int(i) for i in indices.split(",")}
     rng = random.Random(int(seed))
