@@ -9,9 +9,10 @@ times, the kernels each side ran, and both sides' errors against PyTorch in floa
 too), to compare it with cuDNN where the default does not take it.
 
 Usage (GPU machine): [CUDNN_RS_DIRECT=0|all] python bench/direct_probe.py
-[--other-3d | --band-2d] (`--other-3d`, once `--plane-3d`: only the 3-d layers of filters
-other than 3x3x3, `OTHER_3D`; `--band-2d`: only 2-d layers of the entry points taking the
-filter's height at run time, `BAND_2D`). Each row also prints both sides' first call
+[--other-3d | --band-2d | --multiplier] (`--other-3d`, once `--plane-3d`: only the 3-d
+layers of filters other than 3x3x3, `OTHER_3D`; `--band-2d`: only 2-d layers of the entry
+points taking the filter's height at run time, `BAND_2D`; `--multiplier`: layers of 3-64
+filters a channel, `MULTIPLIER`). Each row also prints both sides' first call
 (wall time; the first of a process includes loading).
 """
 
@@ -88,6 +89,19 @@ BAND_2D = [
     (dw(96, 1, 4, 1, k=9, hw=28), 32, "9x9"),
     (Conv((96, 56, 56), (96, 1, 3, 3), (96, 19, 19), (3, 3), (1, 1), (1, 1), 96), 32, "3x3 s3"),
 ]  # fmt: skip
+# Depthwise layers of several filters a channel (NCHW), as random draws and networks with
+# a depth multiplier have them.
+MULTIPLIER = [
+    (dw(16, 1, 2, 1, k=5, hw=14, m=24), 1, "5x5 m24 N1"),
+    (dw(16, 1, 2, 1, k=5, hw=14, m=24), 32, "5x5 m24"),
+    (dw(32, 1, 1, 1, hw=56, m=4), 8, "3x3 m4"),
+    (dw(64, 2, 1, 1, hw=56, m=8), 8, "3x3 s2 m8"),
+    (dw(3, 2, 3, 1, k=7, hw=224, m=32), 8, "7x7 s2 3ch m32"),
+    (dw(128, 1, 1, 1, hw=28, m=3), 32, "3x3 m3"),
+    (dw(24, 1, 2, 2, hw=28, m=16), 4, "3x3 d2 m16"),
+    (dw(256, 1, 1, 1, hw=14, m=64), 8, "3x3 m64"),
+    (dw(32, 1, 1, 1, nd=3, hw=28, m=4), 2, "3d m4"),
+]
 DTYPES = [("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)]
 
 
@@ -150,6 +164,8 @@ def main() -> int:
         rows = OTHER_3D
     elif "--band-2d" in sys.argv:
         rows = BAND_2D
+    elif "--multiplier" in sys.argv:
+        rows = MULTIPLIER
     else:
         rows = ROWS
         host(timer)

@@ -8,7 +8,7 @@
 //!   PyTorch's time), on 3-d depthwise layers (MViT's pooling, X3D's kind: 1.4-2.0x at
 //!   stride 1, up to 1.15x strided), on filters other than 3x3, 5x5 and 7x7 (9x9 to 31x31:
 //!   1.4-1.95x; 1x7, 7x1, 1x3, 3x1: 1.05-2.4x), and on f32 layers with two filters per
-//!   channel (3.4x);
+//!   channel (3.4x; 2-8x with 3 to 64, see [`MAX_NCHW_MULTIPLIER`]);
 //! - on 3-d depthwise layers of filters other than 3x3x3 (1x3x3 to 1x7x7, 1x1x1, 5x3x3,
 //!   3x5x5, 3x1x1) cuDNN runs a grouped engine of 0.46-0.67x PyTorch's time and 1.5-3.7x
 //!   the kernel's (`bench/direct_probe.py --other-3d`), whose first call took 0.7-2.7 ms
@@ -85,9 +85,16 @@ const NHWC_7X7_ELEMENTS: usize = 1 << 20;
 /// The blocks a channels-last launch aims at: each block takes chunks of work items this
 /// many blocks apart, reusing the weights it staged.
 const NHWC_BLOCKS: u64 = 2048;
-/// The most filters per channel: the kernel loops over them per output, and one and two
-/// were measured.
+/// The most filters per channel of a channels-last problem (natively, or on NCHW copies):
+/// the kernel loops over them per output, and one and two were measured.
 const MAX_MULTIPLIER: usize = 2;
+/// The most filters per channel of an NCHW problem (see [`MAX_MULTIPLIER`]). On the H100
+/// (`bench/direct_probe.py --multiplier`, nine layers of 3 to 64 filters a channel, f32,
+/// f16 and bf16, batch 1 to 32) the kernel took 0.16-0.98x PyTorch's time against
+/// cuDNN's 0.20-8.0x; the exception is a 5x5 layer of 16 channels and 24 filters each in
+/// half precision, 1.07-1.11x PyTorch's time at batch 1 and 32, where cuDNN's tensor-core
+/// engine took 0.56-0.58x at batch 1 and 1.22x at batch 32.
+const MAX_NCHW_MULTIPLIER: usize = 64;
 /// The smallest half-precision dx (elements) of an undilated 2-d layer with one filter per
 /// channel that stays with cuDNN (see the module documentation): at 0.3 million elements
 /// the kernel took 0.005 ms against cuDNN's 0.008, at 6.4 million 0.036 against 0.022.
@@ -404,7 +411,9 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
     let slow =
         matches!(&w[2.min(w.len())..], &[kh, kw] if (kh == kw && kh >= 9) || (kw == 1 && kh >= 3));
     let stride1 = p.conv.params().stride.iter().all(|&s| s == 1);
-    mode() != Mode::Off && nhwc && slow && stride1
+    let channels = p.dx.shape().get(1).copied().unwrap_or(0).max(1);
+    let few_filters = w.first().is_some_and(|&k| k <= channels * MAX_MULTIPLIER);
+    mode() != Mode::Off && nhwc && slow && stride1 && few_filters
 }
 
 /// The kernel's three kinds of entry point.
@@ -499,8 +508,13 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let channels = x.get(1).copied().unwrap_or(0);
     let depthwise = conv.groups > 1 && conv.groups == channels && w.get(1) == Some(&1);
     let multiplier = w.first().copied().unwrap_or(0) / channels.max(1);
+    let most = if nchw {
+        MAX_NCHW_MULTIPLIER
+    } else {
+        MAX_MULTIPLIER
+    };
     let filters = depthwise
-        && (1..=MAX_MULTIPLIER).contains(&multiplier)
+        && (1..=most).contains(&multiplier)
         && w.first() == Some(&(channels * multiplier));
     let Some(kind) = Kind::of(p) else {
         return false;
@@ -825,9 +839,30 @@ mod tests {
             Case::depthwise(&x, &[1, 13]).with(|c| c.stride = 2),
             "1x13 strided",
         );
+        // Up to MAX_NCHW_MULTIPLIER filters a channel (NCHW); channels last two.
+        for m in [3, 24, 64] {
+            yes(
+                Case::depthwise(&x, &[3, 3]).with(|c| c.w[0] = 64 * m),
+                &format!("{m} filters a channel"),
+            );
+        }
+        yes(
+            Case::depthwise(&[1, 16, 14, 14], &[5, 5]).with(|c| {
+                c.w[0] = 16 * 24;
+                c.stride = 2;
+            }),
+            "24 filters a channel, strided",
+        );
         no(
-            Case::depthwise(&x, &[3, 3]).with(|c| c.w[0] = 192),
-            "three filters a channel",
+            Case::depthwise(&x, &[3, 3]).with(|c| c.w[0] = 64 * 65),
+            "65 filters a channel",
+        );
+        no(
+            Case::depthwise(&[32, 64, 56, 56], &[3, 3]).with(|c| {
+                c.w[0] = 192;
+                c.format = Format::Nhwc;
+            }),
+            "channels last, three filters a channel",
         );
         // Other 2-d filters of odd width up to 31, their height taken at run time.
         for k in [
@@ -1264,6 +1299,14 @@ mod tests {
             assert!(!via(&nhwc(&k)), "{k:?}");
         }
         assert!(!via(&nhwc(&[9, 9]).with(|c| c.stride = 2)), "strided");
+        assert!(
+            via(&nhwc(&[9, 9]).with(|c| c.w[0] = 128)),
+            "two filters a channel"
+        );
+        assert!(
+            !via(&nhwc(&[9, 9]).with(|c| c.w[0] = 192)),
+            "three filters a channel (not measured)"
+        );
         assert!(
             !via(&Case::depthwise(&x, &[9, 9])),
             "NCHW runs the kernel directly"

@@ -68,6 +68,7 @@ class Layer:
                 and stride1
                 and kw % 2 == 1
                 and kw <= 31
+                and self.multiplier <= 2
             )
         square = self.k in ((3, 3), (5, 5), (7, 7))
         kw = self.k[-1]
@@ -79,7 +80,8 @@ class Layer:
         else:
             # 3x3/5x5/7x7 at stride 2, and any filter up to 11 wide: no width dilation.
             runs = self.dil == 1 and kw <= 11
-        if mode == "0" or not runs:
+        # Up to 64 filters a channel (channels last: two, above).
+        if mode == "0" or not runs or self.multiplier > 64:
             return False
         # Left to cuDNN by the untimed default: where PyTorch's default runs cuDNN too.
         cudnn_half = (
@@ -201,6 +203,14 @@ LAYERS = {
     ),
     "5x3x3_s1x2x2": Layer((2, 4, 8, 12, 11), (5, 3, 3), (2, 1, 1), stride=(1, 2, 2)),
     "3x5x5_s2x1x1": Layer((1, 8, 9, 10, 12), (3, 5, 5), (1, 2, 2), stride=(2, 1, 1)),
+    # Many filters a channel (NCHW up to 64; channels last up to two, else cuDNN).
+    "3x3_m5": Layer((2, 6, 11, 13), (3, 3), 1, multiplier=5),
+    "5x5_s2_m24": Layer((1, 4, 14, 14), (5, 5), 2, multiplier=24, stride=(2, 2)),
+    "3x3x3_m3_conv_mode": Layer(
+        (1, 4, 5, 7, 9), (3, 3, 3), 1, multiplier=3, convolution=True
+    ),
+    "3x3_m65": Layer((1, 2, 6, 7), (3, 3), 1, multiplier=65),
+    "9x9_cl_m3": Layer((2, 4, 12, 11), (9, 9), 4, multiplier=3, channels_last=True),
     # Other 2-d filters: the filter's height taken at run time.
     "1x7": Layer((2, 8, 9, 13), (1, 7), (0, 3)),
     "7x1_conv_mode": Layer((1, 8, 12, 10), (7, 1), (3, 0), convolution=True),
