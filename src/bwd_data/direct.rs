@@ -411,9 +411,15 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
     let slow =
         matches!(&w[2.min(w.len())..], &[kh, kw] if (kh == kw && kh >= 9) || (kw == 1 && kh >= 3));
     let stride1 = p.conv.params().stride.iter().all(|&s| s == 1);
-    let channels = p.dx.shape().get(1).copied().unwrap_or(0).max(1);
-    let few_filters = w.first().is_some_and(|&k| k <= channels * MAX_MULTIPLIER);
+    let few_filters = filters_per_channel(p) <= MAX_MULTIPLIER;
     mode() != Mode::Off && nhwc && slow && stride1 && few_filters
+}
+
+/// Filters per dx channel of `p` (the filter's count over dx's channels, rounded down;
+/// 0 for a malformed shape): a depthwise problem's channel multiplier.
+fn filters_per_channel(p: &RawProblem<'_>) -> usize {
+    let channels = p.dx.shape().get(1).copied().unwrap_or(0).max(1);
+    p.w.shape().first().copied().unwrap_or(0) / channels
 }
 
 /// The kernel's three kinds of entry point.
@@ -507,7 +513,7 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let (x, w) = (p.dx.shape(), p.w.shape());
     let channels = x.get(1).copied().unwrap_or(0);
     let depthwise = conv.groups > 1 && conv.groups == channels && w.get(1) == Some(&1);
-    let multiplier = w.first().copied().unwrap_or(0) / channels.max(1);
+    let multiplier = filters_per_channel(p);
     let most = if nchw {
         MAX_NCHW_MULTIPLIER
     } else {
@@ -546,8 +552,7 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
 /// ([`NHWC_7X7_ELEMENTS`] for 7x7).
 fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
     let conv = p.conv.params();
-    let channels = p.dx.shape().get(1).copied().unwrap_or(1).max(1);
-    let multiplier = p.w.shape().first().copied().unwrap_or(0) / channels;
+    let multiplier = filters_per_channel(p);
     let extent = &p.w.shape()[2.min(p.w.shape().len())..];
     let cudnn_half = p.dx.dtype() != DType::F32
         && p.dx.format() == Format::Nchw
