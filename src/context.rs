@@ -265,7 +265,8 @@ impl CudnnContext {
     /// query) of a problem times the engines the instant heuristic and the fallback list
     /// rank on scratch buffers (the first ten that build, in rank order, as PyTorch's
     /// benchmark mode times them, but for further settings of an engine three times
-    /// slower than the fastest; beyond those, staged: each one's first-ranked knob
+    /// slower than the fastest; beyond those, staged, cuDNN's generic engine 0 never and
+    /// of the others each one's first-ranked knob
     /// setting until one is four times slower than the fastest, then the other settings
     /// of the close ones, an engine's until one is three times slower; engines only the
     /// fallback list names only while fewer than six ranked ones were timed), within

@@ -1039,8 +1039,8 @@ class Handle:
         workspace query) of a problem times the engines cuDNN's instant heuristic
         (mode A) and fallback list rank on scratch buffers (the first ten that build,
         in rank order, as PyTorch's benchmark mode times them, but for further
-        settings of an engine three times slower than the fastest; beyond those, each
-        one's first-ranked knob setting in rank order until one is four times slower
+        settings of an engine three times slower than the fastest; beyond those, cuDNN's
+        generic engine 0 never, and each other one's first-ranked knob setting in rank order until one is four times slower
         than the fastest, then the ranked settings of those within 10% of the fastest,
         an engine's until one is three times slower; engines only the fallback list
         names only while fewer than six ranked ones were timed), within
