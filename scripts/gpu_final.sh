@@ -76,7 +76,7 @@ wheel_check() { # the installed wheel (from a fresh --target), the Python, the d
   python3 -m cudnn_rs info && python3 -m cudnn_rs demo
 }
 export -f wheel_check
-# compute-sanitizer memcheck on the replay, engine, refusal, twin and kernel tests (pip cuDNN;
+# compute-sanitizer memcheck on the replay, engine, refusal, twin, kernel and measured-default tests (pip cuDNN;
 # $2: the log's name).
 memcheck_subset() {
   local cs
@@ -86,7 +86,7 @@ memcheck_subset() {
     return
   fi
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run "${2:-memcheck}" "$1" "$cs" --tool memcheck --error-exitcode 9 \
-    .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds kernel_module
+    .carry/bin/test_gpu_rows --ignored --test-threads 1 graph_api repeated not_supported depthwise typed_finds kernel_module measured_default
 }
 run() {
   local name=$1 limit=$2; shift 2

@@ -1280,3 +1280,84 @@ fn depthwise_f32_nchw_default_on(
         );
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
+    // Benchmarking on, the first call of a problem times engines on scratch operands
+    // (w and dy both larger than the 64 KiB the host writes, so the device copies that
+    // repeat the pattern run too) and then runs the fastest: with beta = 0.5 on random dx,
+    // a trial that wrote dx would show in the result; then beta = 0 on a poisoned dx.
+    let ctx = context();
+    ctx.set_benchmark(true);
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(29);
+    let (w_shape, y_shape, x_shape) = ([64, 48, 3, 3], [2, 64, 15, 15], [2, 48, 15, 15]);
+    let count = |s: [usize; 4]| s.iter().product::<usize>();
+    let mut random = |s: [usize; 4]| -> Vec<f32> {
+        (0..count(s)).map(|_| rng.random_range(-1.0..1.0)).collect()
+    };
+    let (w_h, dy_h, dx0) = (random(w_shape), random(y_shape), random(x_shape));
+    assert!(count(w_shape) * 4 > 1 << 16 && count(y_shape) * 4 > 1 << 16);
+    let (w, dy, mut dx) = typed_operands(
+        &stream,
+        NCHW,
+        (&w_h, w_shape),
+        (&dy_h, y_shape),
+        (&dx0, x_shape),
+    );
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
+    for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
+        let start = if beta == 0.0 {
+            vec![f32::NAN; dx0.len()]
+        } else {
+            dx0.clone()
+        };
+        let mut want = start.clone();
+        naive_nchw(
+            &geo,
+            f64::from(alpha),
+            &w_h,
+            &dy_h,
+            f64::from(beta),
+            &mut want,
+        );
+        stream.memcpy_htod(&start, dx.data_mut()).unwrap();
+        let size = default_workspace(&ctx, &w, &dy, &dx, &conv);
+        let mut ws = (size > 0).then(|| stream.alloc_zeros::<u8>(size).unwrap());
+        ctx.convolution_backward_data(
+            alpha,
+            &w,
+            &dy,
+            &conv,
+            &DefaultAlgo,
+            ws.as_mut(),
+            beta,
+            &mut dx,
+        )
+        .unwrap();
+        let got = stream.clone_dtoh(dx.data()).unwrap();
+        assert!(got.iter().all(|v| v.is_finite()), "beta {beta}: NaN in dx");
+        let err = max_rel_err(&got, &want);
+        assert!(err < 5e-3, "beta {beta}: relative error {err}");
+    }
+    let (timed, _) = ctx.last_find_report();
+    assert!(timed > 1, "the first call measured {timed} configurations");
+}
