@@ -53,7 +53,8 @@
 #   bash scripts/gpu_final.sh unseen  # layers drawn at random with new seeds: the default
 #                                     # (RANDOM_SEED, RANDOM_ROWS), the measured tier with its
 #                                     # trace (MEASURED_SEED, MEASURED_ROWS), then PYTEST_K's
-#                                     # pytest subset and BROAD_LAYERS' broad rows (both batches)
+#                                     # pytest subset and BROAD_LAYERS' broad rows (both batches),
+#                                     # with TRAIN_MINUTES the training steps
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -307,6 +308,9 @@ unseen)  # layers drawn at random (new seeds) in both tiers, the measured tier's
   [ -n "${PYTEST_K:-}" ] && TAIL=6 run pytest_subset 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "$PYTEST_K"
   if [ -n "${BROAD_LAYERS:-}" ]; then
     TAIL=20 run broad_some 200 bash -c "cd bench && python3 broad.py --layers $BROAD_LAYERS --csv $abs_out/broad_some.csv --max-minutes 2.5"
+  fi
+  if [ -n "${TRAIN_MINUTES:-}" ]; then
+    TAIL=40 run train 240 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "$TRAIN_MINUTES" --steps 10 --warmup 2
   fi
   ;;
 models)  # the zoo's models with NCHW depthwise layers (ZOO_CONFIGS, ZOO_MINUTES), then the
