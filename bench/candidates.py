@@ -44,11 +44,13 @@ DEFAULT_ROWS = (
 # Layers of real models (bench/zoo.py) where the default choice was over 1.05x PyTorch's
 # default: AlexNet's second layer and SqueezeNet 1.1's expand 3x3 (TF32 channels-last);
 # and where the measured tier was over PyTorch's benchmark mode: Inception v3's 3x3 96->96
-# (TF32 channels-last, 1.107x on the H100, 2026-12-05).
+# (TF32 channels-last, 1.107x on the H100, 2026-12-05), and VGG-11's 3x3 128->256 (f16
+# channels-last, 1.119x on the H100, 2026-12-05b).
 EXTRA_LAYERS = [
     broad._l2("alexnet_5x5_c64to192_27", 64, 192, 27, 5, batch=64),
     broad._l2("squeezenet_3x3_c32to128_27", 32, 128, 27, 3, batch=64),
     broad._l2("inception_3x3_c96_35", 96, 96, 35, 3, batch=32),
+    broad._l2("vgg11_3x3_c128to256_56", 128, 256, 56, 3, batch=16),
 ]
 CONFIG_OF = {
     "f32": broad.CONFIGS[0],
