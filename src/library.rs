@@ -219,6 +219,19 @@ pub fn cuda_version_string(version: i32) -> String {
     format!("{}.{}", version / 1000, (version % 1000) / 10)
 }
 
+/// The names cudarc tries, in its order, for the CUDA driver library, each once (its list
+/// repeats names where its version patterns coincide). [`cuda_driver`] and `python -m
+/// cudnn_rs info` both walk this list, so both report the library cudarc then loads.
+pub fn driver_name_candidates() -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in cudarc::get_lib_name_candidates("cuda") {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// Checks that the CUDA driver library loads, under the names cudarc will try, and is new
 /// enough ([`MIN_DRIVER_CUDA_VERSION`]), before anything calls into cudarc (whose loader
 /// panics when none loads or an entry point is missing). Cached on success.
@@ -228,12 +241,7 @@ pub fn cuda_driver() -> Result<()> {
         return Ok(());
     }
     let mut searched: Vec<String> = Vec::new();
-    for name in cudarc::get_lib_name_candidates("cuda") {
-        // cudarc's list repeats names (its version patterns coincide): each is tried,
-        // and reported, once.
-        if searched.contains(&name) {
-            continue;
-        }
+    for name in driver_name_candidates() {
         // SAFETY: probing the CUDA driver library, which cudarc loads the same way next.
         match unsafe { libloading::Library::new(&name) } {
             Ok(lib) => {

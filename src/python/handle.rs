@@ -111,14 +111,29 @@ impl PyHandle {
 }
 
 fn scalar(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() || obj.is_instance_of::<pyo3::types::PyString>()
+    // Python's and NumPy's booleans convert to 0/1, but a flag passed as a scale is a
+    // slip: refused with strings. NumPy's is named `bool` (2.x) or `bool_` (1.x).
+    let numpy_bool = obj
+        .get_type()
+        .name()
+        .is_ok_and(|n| n.to_str().is_ok_and(|n| n == "bool" || n == "bool_"));
+    if numpy_bool
+        || obj.is_instance_of::<pyo3::types::PyBool>()
+        || obj.is_instance_of::<pyo3::types::PyString>()
     {
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "{name} must be a real number, got {}",
             obj.get_type().name()?
         )));
     }
-    obj.extract::<f64>().map_err(|_| {
+    obj.extract::<f64>().map_err(|e| {
+        // An int past a double's range is a real number that does not fit: say so, as
+        // Python's own `float()` does, rather than name its type.
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) {
+            return pyo3::exceptions::PyOverflowError::new_err(format!(
+                "{name} is too large to convert to a 64-bit float"
+            ));
+        }
         pyo3::exceptions::PyTypeError::new_err(format!(
             "{name} must be a real number, got {}",
             obj.get_type()

@@ -5,17 +5,6 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The CUDA driver library names worth trying on this platform, each once.
-fn driver_names() -> &'static [&'static str] {
-    if cfg!(target_os = "windows") {
-        &["nvcuda.dll"]
-    } else if cfg!(target_os = "linux") {
-        &["libcuda.so.1", "libcuda.so"]
-    } else {
-        &[]
-    }
-}
-
 /// `{"loaded": name | None, "version": int | None, "tried": [(name, why)], "error": str | None}`.
 /// The version is `cuDriverGetVersion`'s (e.g. 13000 for CUDA 13.0).
 #[pyfunction]
@@ -23,7 +12,8 @@ pub(crate) fn _driver_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
     let mut tried: Vec<(String, String)> = Vec::new();
     let mut loaded: Option<(String, Option<i32>)> = None;
-    for &name in driver_names() {
+    let names = crate::library::driver_name_candidates();
+    for name in &names {
         // SAFETY: probing the system's CUDA driver library, as cudarc loads it; its
         // initialisers are trusted like any linked dependency.
         match unsafe { libloading::Library::new(name) } {
@@ -42,10 +32,10 @@ pub(crate) fn _driver_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
                 };
                 // Keep it loaded: cudarc opens the same library again later.
                 std::mem::forget(lib);
-                loaded = Some((name.to_string(), version));
+                loaded = Some((name.clone(), version));
                 break;
             }
-            Err(e) => tried.push((name.to_string(), e.to_string())),
+            Err(e) => tried.push((name.clone(), e.to_string())),
         }
     }
     if let Some((name, version)) = &loaded {
@@ -55,7 +45,7 @@ pub(crate) fn _driver_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     } else {
         out.set_item("loaded", None::<String>)?;
         out.set_item("version", None::<i32>)?;
-        let why = if driver_names().is_empty() {
+        let why = if names.is_empty() {
             "no CUDA driver exists for this platform"
         } else {
             "no NVIDIA driver library could be loaded"

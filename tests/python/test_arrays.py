@@ -550,7 +550,9 @@ def test_info_reports_driver_cudnn_and_gpus() -> None:
         names = [line.split()[1].rstrip(":") for line in tried]
         assert names and len(names) == len(set(names)), out
         if sys.platform.startswith("linux"):
-            assert all(n.startswith("libcuda.so") for n in names), names
+            # The names cudarc tries (the same list `Handle()` walks): the driver's
+            # soname and the development link among them.
+            assert "libcuda.so.1" in names and "libcuda.so" in names, names
 
 
 def test_demo_on_the_cpu_claims_no_cudnn_version() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -48,7 +49,8 @@ def test_negative_or_zero_dilation(dilation: tuple[int, int]) -> None:
         cd.ConvolutionDescriptor((0, 0), dilation=dilation)
 
 
-@pytest.mark.parametrize("bad", ["1.0", None, [1.0], 1j])
+# bool is refused though Python counts it an int: `True` as a scale is a slip, not intent.
+@pytest.mark.parametrize("bad", ["1.0", None, [1.0], 1j, True, np.bool_(False)])
 def test_alpha_and_beta_of_the_wrong_type(
     cpu: cd.Handle, rng: np.random.Generator, bad: object
 ) -> None:
@@ -61,6 +63,26 @@ def test_alpha_and_beta_of_the_wrong_type(
             )
         assert not isinstance(info.value, cd.CudnnRsError)
     assert np.all(dx.to_numpy() == 7.0), "a refused call wrote dx"
+
+
+def test_alpha_and_beta_past_a_doubles_range_are_an_overflow(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    w, dy, conv = small_problem(cpu, rng)
+    dx = cd.Tensor.from_numpy(cpu, np.full((1, 2, 5, 5), 7.0, dtype=np.float32))
+    for args, name in (((10**400, 0.0), "alpha"), ((1.0, -(10**400)), "beta")):
+        with pytest.raises(OverflowError, match=f"^{name} is too large"):
+            cpu.convolution_backward_data(
+                args[0], w, dy, conv, cd.DataAlgo1(), None, args[1], dx
+            )
+    assert np.all(dx.to_numpy() == 7.0), "a refused call wrote dx"
+    # Real numbers of other types that fit are taken: NumPy scalars and Fractions.
+    ref = cd.Tensor.empty(cpu, (1, 2, 5, 5), dtype=cd.f32)
+    cpu.convolution_backward_data(0.5, w, dy, conv, cd.DataAlgo1(), None, 0.0, ref)
+    for alpha in (np.float32(0.5), np.float64(0.5), Fraction(1, 2)):
+        out = cd.Tensor.from_numpy(cpu, np.full((1, 2, 5, 5), np.nan, dtype=np.float32))
+        cpu.convolution_backward_data(alpha, w, dy, conv, cd.DataAlgo1(), None, 0, out)
+        np.testing.assert_allclose(out.to_numpy(), ref.to_numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_nan_and_inf_inputs_propagate(cpu: cd.Handle, rng: np.random.Generator) -> None:

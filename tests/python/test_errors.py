@@ -466,6 +466,11 @@ def test_no_driver_message_lists_each_name_tried_once() -> None:
     assert tried, message
     names = tried.group(1).split(", ")
     assert names and len(names) == len(set(names)), names
+    # `python -m cudnn_rs info` walks the same names, in the same order, so what it
+    # reports is what `Handle()` (and cudarc after it) loads.
+    info = cd._native._driver_info()
+    assert info["loaded"] is None, info
+    assert [name for name, _why in info["tried"]] == names, (info["tried"], names)
 
 
 def test_unknown_device_names_every_accepted_spelling() -> None:
