@@ -169,7 +169,7 @@ CONFIGS = [
 HALF_NCHW = Config("float16", False, True)
 QUICK_CONFIGS = (CONFIGS[0], CONFIGS[1], CONFIGS[3], CONFIGS[4])
 # Relative error of the norm, ours vs PyTorch's dgrad in f32 without TF32.
-TOLERANCE = {"f32": 1e-4, "tf32": 1e-2, "f16": 1e-2, "bf16": 3e-2}
+TOLERANCE = {"f64": 1e-12, "f32": 1e-4, "tf32": 1e-2, "f16": 1e-2, "bf16": 3e-2}
 
 
 def shrink(layer: Layer) -> Layer:

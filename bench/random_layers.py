@@ -5,7 +5,7 @@ transposed-convolution-style layers (even kernels at stride 2, as a ConvTranspos
 forward is this backward-data problem), 2-d and 3-d; kernels 1 to 7, non-square ones,
 strides 1 to 3 (also per dimension), dilation, any padding; channel counts and spatial
 sizes that are not powers of two (3, 13, 100, 17x31); batch 1 to 64; f32 (TF32 off and
-on), f16, bf16; NCHW and channels-last. The layers the suites of `bench/` were tuned on
+on), f16, bf16 (`--configs` for others, e.g. f64); NCHW and channels-last. The layers the suites of `bench/` were tuned on
 are families; these are the check that the tuning carries over.
 
 Per row: GPU time per call of both (CUDA events, median), both first calls (wall time,
@@ -49,7 +49,9 @@ def _out(x: int, k: int, s: int, p: int, d: int) -> int:
     return (x + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def draw(rng: random.Random) -> tuple[Conv, int, str, bool, str] | None:
+def draw(
+    rng: random.Random, configs: list[str] = CONFIGS
+) -> tuple[Conv, int, str, bool, str] | None:
     """One random layer: (layer, batch, config, channels-last, family), or None when the
     draw is degenerate or too large (the caller draws again)."""
     nd = 3 if rng.random() < 0.2 else 2
@@ -123,7 +125,7 @@ def draw(rng: random.Random) -> tuple[Conv, int, str, bool, str] | None:
         dilation,
         groups,
     )
-    return conv, n, rng.choice(CONFIGS), rng.random() < 0.5, family
+    return conv, n, rng.choice(configs), rng.random() < 0.5, family
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +139,17 @@ def main(argv: list[str] | None = None) -> int:
         help="the measured tier against PyTorch's benchmark mode",
     )
     ap.add_argument("--max-minutes", type=float, default=6.0)
+    ap.add_argument(
+        "--configs",
+        default=",".join(CONFIGS),
+        help="the types drawn from (f64, f32, tf32, f16, bf16); the default keeps the "
+        "draws of earlier runs",
+    )
     args = ap.parse_args(argv)
+    configs = args.configs.split(",")
+    unknown = sorted(set(configs) - set(TOLERANCE))
+    if unknown:
+        ap.error(f"unknown configs {unknown}; known: {sorted(TOLERANCE)}")
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
@@ -161,15 +173,17 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - started > 60 * args.max_minutes:
             print(f"time budget spent after {len(records)} rows")
             break
-        drawn = draw(rng)
+        drawn = draw(rng, configs)
         if drawn is None:
             continue
         conv, n, cfg, cl, family = drawn
-        dt = (
-            torch.float32
-            if cfg in ("f32", "tf32")
-            else getattr(torch, {"f16": "float16", "bf16": "bfloat16"}[cfg])
-        )
+        dt = {
+            "f64": torch.float64,
+            "f32": torch.float32,
+            "tf32": torch.float32,
+            "f16": torch.float16,
+            "bf16": torch.bfloat16,
+        }[cfg]
         fmt = (
             (torch.channels_last_3d if conv.nd == 3 else torch.channels_last)
             if cl

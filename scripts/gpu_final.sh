@@ -51,8 +51,9 @@
 #   bash scripts/gpu_final.sh compare # this build against a branch's in .carry/alt/ (dw_sweep
 #                                     # with each, the branch's GPU tests)
 #   bash scripts/gpu_final.sh unseen  # layers drawn at random with new seeds: the default
-#                                     # (RANDOM_SEED, RANDOM_ROWS), the measured tier with its
-#                                     # trace (MEASURED_SEED, MEASURED_ROWS), then PYTEST_K's
+#                                     # (RANDOM_SEED, RANDOM_ROWS, RANDOM_ARGS), the measured
+#                                     # tier with its trace (MEASURED_SEED, MEASURED_ROWS,
+#                                     # MEASURED_ARGS; e.g. "--configs f64"), then PYTEST_K's
 #                                     # pytest subset and BROAD_LAYERS' broad rows (both batches),
 #                                     # with TRAIN_MINUTES the training steps
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
@@ -301,9 +302,9 @@ unseen)  # layers drawn at random (new seeds) in both tiers, the measured tier's
          # traced; then PYTEST_K's pytest subset and BROAD_LAYERS' broad rows
   TAIL=10 run wheel_demo 60 bash -c wheel_check
   abs_out=$(cd "$out" && pwd)
-  TAIL=24 run random_layers 200 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --seed ${RANDOM_SEED:-4} --rows ${RANDOM_ROWS:-80} --max-minutes ${RANDOM_MINUTES:-2.5}"
+  TAIL=24 run random_layers 200 bash -c "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --seed ${RANDOM_SEED:-4} --rows ${RANDOM_ROWS:-80} --max-minutes ${RANDOM_MINUTES:-2.5} ${RANDOM_ARGS:-}"
   TAIL=24 run random_measured 220 env CUDNN_RS_FIND_TRACE=1 bash -c \
-    "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --seed ${MEASURED_SEED:-5} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.8} 2>$abs_out/random_trace.txt"
+    "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --seed ${MEASURED_SEED:-5} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.8} ${MEASURED_ARGS:-} 2>$abs_out/random_trace.txt"
   gzip -f "$out/random_trace.txt"
   [ -n "${PYTEST_K:-}" ] && TAIL=6 run pytest_subset 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "$PYTEST_K"
   if [ -n "${BROAD_LAYERS:-}" ]; then
