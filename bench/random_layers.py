@@ -5,8 +5,9 @@ transposed-convolution-style layers (even kernels at stride 2, as a ConvTranspos
 forward is this backward-data problem), 2-d and 3-d; kernels 1 to 7, non-square ones,
 strides 1 to 3 (also per dimension), dilation, any padding; channel counts and spatial
 sizes that are not powers of two (3, 13, 100, 17x31); batch 1 to 64; f32 (TF32 off and
-on), f16, bf16 (`--configs` for others, e.g. f64); NCHW and channels-last. The layers the suites of `bench/` were tuned on
-are families; these are the check that the tuning carries over.
+on), f16, bf16 (`--configs` for others, e.g. f64); NCHW and channels-last. The layers
+the suites of `bench/` were tuned on are families; these are the check that the tuning
+carries over.
 
 Per row: GPU time per call of both (CUDA events, median), both first calls (wall time,
 synchronised), both errors against PyTorch in float64. A summary at the end: geo-mean,
