@@ -7,12 +7,13 @@ took 2-2.3 ms to load on the H200 and the first call of the kernel in a process 
 one entry point's (19 KB) 0.2-0.3 ms. Per kernel file and target, one pack
 `<name>.<target>.pack` of every entry point's image: `sm_80` (cubins for GPUs of compute
 capability 8.x), `sm_90` (9.x) and `compute_60` (PTX for every other GPU from Pascal on;
-the driver compiles an entry point's on first use, and caches that).
+the driver compiles an entry point's on first use, and caches that). f64 has the NCHW
+entry points but the eight-output ones (`ENTRIES_NCHW`).
 
-A pack is a sequence of records, one per entry point in the source's order: the name's
-length and the image's length (each a little-endian u32), the name (ASCII), the image
-(a cubin as NVRTC made it; PTX without its terminating NUL), zero bytes up to a multiple
-of 8. `src/bwd_data/kernel.rs` reads it.
+A pack is a sequence of records, one per entry point in the source's order (the
+expansions' order, then each macro's): the name's length and the image's length (each a
+little-endian u32), the name (ASCII), the image (a cubin as NVRTC made it; PTX without
+its terminating NUL), zero bytes up to a multiple of 8. `src/bwd_data/kernel.rs` reads it.
 
 NVRTC 12.0 (PTX ISA 8.0: drivers from 525 on), from the `nvidia-cuda-nvrtc-cu12`
 package requirements-dev.txt pins (no GPU needed):
@@ -38,28 +39,39 @@ KERNELS = ROOT / "src" / "kernels"
 TARGETS = ["compute_60", "sm_80", "sm_90"]
 # One line of the `ENTRIES(SUFFIX, T)` macro's body: `KIND(name_##SUFFIX, T, args...)`.
 ENTRY = re.compile(r"^\s*(\w+)\((\w+)_##SUFFIX, T((?:, [^)]*)?)\)\s*\\?$")
-# An expansion of it: `ENTRIES(f32, float)`.
-EXPANSION = re.compile(r"^ENTRIES\((\w+), (\w+)\)$", re.M)
+# An entry-point macro (`#define ENTRIES(SUFFIX, T)`, `#define ENTRIES_NCHW(SUFFIX, T)`:
+# the types that have fewer entry points get a macro of their own) ...
+MACRO = re.compile(r"^#define (ENTRIES\w*)\(SUFFIX, T\)", re.M)
+# ... and an expansion of one: `ENTRIES(f32, float)`.
+EXPANSION = re.compile(r"^(ENTRIES\w*)\((\w+), (\w+)\)$", re.M)
 
 
 def entry_points(source: str) -> tuple[str, list[tuple[str, str]]]:
-    """The source without its `ENTRIES` expansions (the kernels' code and the entry
-    point macros), and each entry point: its name and the one line that defines it."""
-    start = source.index("#define ENTRIES(")
-    body = []
-    for line in source[start:].splitlines()[1:]:
-        m = ENTRY.match(line)
-        if m is None:
-            break
-        body.append(m.groups())
-    if not body:
-        raise SystemExit("no entry points found in the ENTRIES macro")
+    """The source before its entry-point macros (the kernels' code and the macros that
+    define one entry point), and each entry point: its name and the one line that
+    defines it, in the order of the expansions."""
+    macros = list(MACRO.finditer(source))
+    if not macros:
+        raise SystemExit("no #define ENTRIES(SUFFIX, T) found")
+    bodies: dict[str, list[tuple[str, str, str]]] = {}
+    for m in macros:
+        body = []
+        for line in source[m.end() :].splitlines()[1:]:
+            e = ENTRY.match(line)
+            if e is None:
+                break
+            body.append(e.groups())
+        if not body:
+            raise SystemExit(f"no entry points found in the {m.group(1)} macro")
+        bodies[m.group(1)] = body
     entries = []
-    for suffix, ty in EXPANSION.findall(source):
-        for kind, stem, args in body:
+    for macro, suffix, ty in EXPANSION.findall(source):
+        if macro not in bodies:
+            raise SystemExit(f"{macro}({suffix}, {ty}) expands no known macro")
+        for kind, stem, args in bodies[macro]:
             name = f"{stem}_{suffix}"
             entries.append((name, f"{kind}({name}, {ty}{args})\n"))
-    return source[:start], entries
+    return source[: macros[0].start()], entries
 
 
 def compile_to(lib: ctypes.CDLL, text: bytes, name: str, arch: str) -> bytes:

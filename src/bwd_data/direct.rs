@@ -196,14 +196,19 @@ pub(crate) struct Params {
     kh: u32,
     group: u32,
     kd: u32,
+    alpha64: f64,
+    beta64: f64,
 }
 
 impl Params {
-    /// These arguments with the call's scalars (f32, as cuDNN takes them for these types).
+    /// These arguments with the call's scalars: f32 for f32, f16 and bf16 data, as cuDNN
+    /// takes them for these types, and f64 for f64 data (the entry points read theirs).
     pub(crate) fn scaled(&self, alpha: f64, beta: f64) -> Self {
         Params {
             alpha: alpha as f32,
             beta: beta as f32,
+            alpha64: alpha,
+            beta64: beta,
             ..*self
         }
     }
@@ -309,8 +314,14 @@ impl DirectPlan {
         };
         let f32_loses =
             p.dx.dtype() == DType::F32 && (w[2..] == [3, 3] || xs[2] > WIDE_F32_MAX_WIDTH);
-        let wide =
-            own && !nhwc && kind == Kind::Stride1 && w.len() == 4 && wide_rows(narrow, f32_loses);
+        // f64 has no eight-output entry points.
+        let f64 = p.dx.dtype() == DType::F64;
+        let wide = own
+            && !nhwc
+            && !f64
+            && kind == Kind::Stride1
+            && w.len() == 4
+            && wide_rows(narrow, f32_loses);
         let items = if wide { items_of(WIDE_TX)? } else { narrow };
         if items >= 1 << 31 {
             return None;
@@ -355,8 +366,11 @@ impl DirectPlan {
             kh: u(ks[1])?,
             group: u(group)?,
             kd: u(ks[0])?,
+            alpha64: 1.0,
+            beta64: 0.0,
         };
         let dtype = match p.dx.dtype() {
+            DType::F64 => "f64",
             DType::F32 => "f32",
             DType::F16 => "f16",
             _ => "bf16",
@@ -403,6 +417,12 @@ pub(crate) fn qualifies(p: &RawProblem<'_>, benchmark: bool) -> bool {
 /// cuDNN took 0.75 ms on a 9x9 layer the kernel runs in 0.17 (NCHW), 1.5 ms on a 31x31
 /// one (0.35), 0.23 ms on a 7x1 one (0.05); the two conversions cost about as much as
 /// reading and writing dy and dx twice. Not with `CUDNN_RS_DIRECT=0`.
+///
+/// Also every NHWC f64 problem (2-d or 3-d, any stride; the kernel has no channels-last
+/// f64 entry points): on the H100 (`bench/random_layers.py --configs f64`, 2026-12-06)
+/// cuDNN's untimed choice there ran a generic engine at up to 8.5x the time of PyTorch's
+/// own depthwise kernel (a 3x3x3 layer), and its channels-last depthwise engines compiled
+/// for 130-285 ms on a shape's first call.
 pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
     let nhwc = p.dy.format() == Format::Nhwc
         && p.dx.format() == Format::Nhwc
@@ -411,8 +431,9 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
     let slow =
         matches!(&w[2.min(w.len())..], &[kh, kw] if (kh == kw && kh >= 9) || (kw == 1 && kh >= 3));
     let stride1 = p.conv.params().stride.iter().all(|&s| s == 1);
+    let f64 = p.dx.dtype() == DType::F64;
     let few_filters = filters_per_channel(p) <= MAX_MULTIPLIER;
-    mode() != Mode::Off && nhwc && slow && stride1 && few_filters
+    mode() != Mode::Off && nhwc && ((slow && stride1) || f64) && few_filters
 }
 
 /// Filters per dx channel of `p` (the filter's count over dx's channels, rounded down;
@@ -477,7 +498,7 @@ impl Kind {
 }
 
 /// Whether the kernel runs `p`: every operand NCHW (NCDHW) in the same type (f32, f16 or
-/// bf16), f32 compute, a depthwise convolution (one input channel per group, groups =
+/// bf16 with f32 compute, f64 with f64 compute), a depthwise convolution (one input channel per group, groups =
 /// channels > 1) with one or two filters per channel, any padding, each operand under
 /// 2^31 elements, and a stride, dilation and filter one of its entry points takes
 /// ([`Kind`]). Padding, dilation and stride under [`MAX_GEOMETRY`] (the kernel's index
@@ -494,15 +515,23 @@ impl Kind {
 /// GPU time (see [`NHWC_ELEMENTS`]).
 pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
-    let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == DType::F32;
-    let typed = matches!(data, DType::F32 | DType::F16 | DType::BF16);
+    // f64 data computes in f64 (the table's only f64 configuration), the others in f32.
+    let comp = if data == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == comp;
+    let typed = matches!(data, DType::F64 | DType::F32 | DType::F16 | DType::BF16);
     let nchw = [p.w.format(), p.dy.format(), p.dx.format()]
         .iter()
         .all(|&f| f == Format::Nchw);
     // Channels last (the filter in either layout: with one input channel per group both
     // are the same bytes): 2-d 3x3, 5x5 and 7x7 at stride 1.
+    // (f64 has no channels-last entry points: it runs those on NCHW copies, `via_nchw`.)
     let nhwc = p.dy.format() == Format::Nhwc
         && p.dx.format() == Format::Nhwc
+        && data != DType::F64
         && matches!(p.w.format(), Format::Nchw | Format::Nhwc)
         && Kind::of(p) == Some(Kind::Stride1)
         && matches!(
@@ -554,7 +583,7 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
     let conv = p.conv.params();
     let multiplier = filters_per_channel(p);
     let extent = &p.w.shape()[2.min(p.w.shape().len())..];
-    let cudnn_half = p.dx.dtype() != DType::F32
+    let cudnn_half = matches!(p.dx.dtype(), DType::F16 | DType::BF16)
         && p.dx.format() == Format::Nchw
         && Kind::of(p) == Some(Kind::Stride1)
         && p.conv.spatial_dims() == 2
@@ -718,7 +747,13 @@ mod tests {
                 self.mode,
             )
             .expect("valid parameters");
-            RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).expect("conv")
+            // f64 data computes in f64 (its only configuration), the others in f32.
+            let comp = if self.dtype == DType::F64 {
+                DType::F64
+            } else {
+                DType::F32
+            };
+            RawConvolutionDescriptor::new(params, comp, MathType::Default).expect("conv")
         }
 
         /// The plan the default choice makes for the problem (the policy itself, not
@@ -751,7 +786,7 @@ mod tests {
     #[test]
     fn params_mirror_the_kernel_sources_struct() {
         // The kernel takes `Params` by value: the same fields, in the same order, each
-        // four bytes. The names in the source, in order, against this struct's.
+        // four bytes but the two f64 scalars at the end. The names in the source, in order, against this struct's.
         let source = include_str!("../kernels/depthwise_dgrad.cu");
         let body = source
             .split("struct Params {")
@@ -768,10 +803,12 @@ mod tests {
         }
         let rust = [
             "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
-            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group", "kd",
+            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group", "kd", "alpha64",
+            "beta64",
         ];
         assert_eq!(names, rust);
-        // This struct's fields in that order, four bytes apart.
+        // This struct's fields in that order: the first 25 four bytes apart, then the two
+        // f64 scalars at the next multiple of eight (C's layout, and repr(C)'s).
         let offsets = [
             offset_of!(Params, n),
             offset_of!(Params, c),
@@ -798,10 +835,13 @@ mod tests {
             offset_of!(Params, kh),
             offset_of!(Params, group),
             offset_of!(Params, kd),
+            offset_of!(Params, alpha64),
+            offset_of!(Params, beta64),
         ];
-        let expected: Vec<usize> = (0..rust.len()).map(|i| 4 * i).collect();
+        let mut expected: Vec<usize> = (0..25).map(|i| 4 * i).collect();
+        expected.extend([104, 112]);
         assert_eq!(offsets.to_vec(), expected);
-        assert_eq!(std::mem::size_of::<Params>(), 4 * rust.len());
+        assert_eq!(std::mem::size_of::<Params>(), 120);
     }
 
     #[test]
@@ -1329,6 +1369,72 @@ mod tests {
         assert!(via_nchw(&mixed), "an NCHW filter with NHWC gradients");
         // An NHWC problem itself is never the kernel's directly.
         assert!(nhwc(&[9, 9]).plan().is_none(), "NHWC");
+    }
+
+    #[test]
+    fn f64_problems_take_the_f64_entry_points_nchw_directly_and_nhwc_on_copies() {
+        let f64 = |c: Case| c.with(|c| c.dtype = DType::F64);
+        let entry = |c: &Case| c.plan().map(|p| p.entry);
+        // Large enough for the eight-output entry points in bf16: f64 has none.
+        let x = [32, 64, 56, 56];
+        assert_eq!(
+            entry(&f64(Case::depthwise(&x, &[5, 5]))).as_deref(),
+            Some("dw_dgrad_k155_s1_f64")
+        );
+        assert_eq!(
+            entry(&Case::depthwise(&x, &[5, 5]).with(|c| c.dtype = DType::BF16)).as_deref(),
+            Some("dw_dgrad_k155_s1x8_bf16")
+        );
+        assert_eq!(
+            entry(&f64(Case::depthwise(&x, &[5, 5]).with(|c| c.stride = 2))).as_deref(),
+            Some("dw_dgrad_k155_s2_f64")
+        );
+        assert_eq!(
+            entry(&f64(Case::depthwise(&[2, 16, 8, 28, 28], &[3, 3, 3]))).as_deref(),
+            Some("dw_dgrad_k333_s1_f64")
+        );
+        assert_eq!(
+            entry(&f64(
+                Case::depthwise(&[1, 8, 32, 32], &[3, 5]).with(|c| c.stride = 3)
+            ))
+            .as_deref(),
+            Some("dw_dgrad_kw5_strided_f64")
+        );
+        // f64 data with f32 compute is not the kernel's (nor a configuration of the table).
+        let mixed = f64(Case::depthwise(&x, &[3, 3]));
+        let ([w, dy, dx], conv) = (mixed.parts(), {
+            let c = mixed.conv();
+            RawConvolutionDescriptor::new(c.params().clone(), DType::F32, MathType::Default)
+                .expect("conv")
+        });
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        assert!(!runs(&p), "f64 data, f32 compute");
+        // Channels last: never directly (no NHWC f64 entry points), on NCHW copies for
+        // every filter, stride and rank the NCHW entry points take.
+        let via = |c: &Case| {
+            c.on(|p| {
+                let copies = Twin::in_format(p, Format::Nchw).expect("NCHW descriptors");
+                via_nchw(p) && DirectPlan::of(&copies.problem(p.conv), false).is_some()
+            })
+        };
+        let nhwc = |c: Case| f64(c).with(|c| c.format = Format::Nhwc);
+        for case in [
+            nhwc(Case::depthwise(&x, &[3, 3])),
+            nhwc(Case::depthwise(&x, &[7, 7]).with(|c| c.stride = 2)),
+            nhwc(Case::depthwise(&x, &[1, 1])),
+            nhwc(Case::depthwise(&[2, 16, 8, 28, 28], &[3, 3, 3]).with(|c| c.stride = 2)),
+        ] {
+            assert!(via(&case), "{:?} stride {}", case.w, case.stride);
+            assert!(case.plan().is_none(), "NHWC f64 directly: {:?}", case.w);
+        }
+        // In f32 a channels-last 3x3 layer runs natively, not on copies.
+        let f32_nhwc = Case::depthwise(&x, &[3, 3]).with(|c| c.format = Format::Nhwc);
+        assert!(!via(&f32_nhwc));
     }
 
     #[test]

@@ -311,26 +311,53 @@ impl CudnnContext {
 mod tests {
     use super::*;
 
-    /// Every entry point the kernel's source defines (the `ENTRIES` macro's lines, once
-    /// per expansion), read from the source rather than from the packs.
+    /// Every entry point the kernel's source defines (each entry-point macro's lines, once
+    /// per expansion of that macro), read from the source rather than from the packs.
     fn source_entry_points() -> Vec<String> {
         let source = include_str!("../kernels/depthwise_dgrad.cu");
-        let stems: Vec<&str> = source
-            .lines()
-            .filter_map(|l| l.split_once('(')?.1.split_once("_##SUFFIX").map(|(s, _)| s))
-            .collect();
-        let suffixes: Vec<&str> = source
-            .lines()
-            .filter_map(|l| l.strip_prefix("ENTRIES(")?.split_once(',').map(|(s, _)| s))
-            .collect();
-        assert!(
-            stems.len() > 40 && suffixes == ["f32", "f16", "bf16"],
-            "{stems:?}"
+        // `#define ENTRIES(SUFFIX, T)` and the like: each macro's stems.
+        let mut macros: Vec<(&str, Vec<&str>)> = Vec::new();
+        let mut lines = source.lines().peekable();
+        while let Some(line) = lines.next() {
+            let Some(name) = line
+                .strip_prefix("#define ")
+                .and_then(|l| l.split_once("(SUFFIX, T)"))
+                .map(|(n, _)| n)
+            else {
+                continue;
+            };
+            let mut stems = Vec::new();
+            while let Some(stem) = lines
+                .peek()
+                .and_then(|l| l.split_once('(')?.1.split_once("_##SUFFIX"))
+                .map(|(s, _)| s)
+            {
+                stems.push(stem);
+                lines.next();
+            }
+            macros.push((name, stems));
+        }
+        // Their expansions, `ENTRIES(f32, float)`, in order.
+        let mut out = Vec::new();
+        let mut suffixes = Vec::new();
+        for line in source.lines() {
+            for (name, stems) in &macros {
+                let Some(rest) = line.strip_prefix(&format!("{name}(")) else {
+                    continue;
+                };
+                if let Some((suffix, _)) = rest.split_once(',') {
+                    suffixes.push(suffix);
+                    out.extend(stems.iter().map(|s| format!("{s}_{suffix}")));
+                }
+            }
+        }
+        assert_eq!(
+            macros.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            ["ENTRIES", "ENTRIES_NCHW"]
         );
-        suffixes
-            .iter()
-            .flat_map(|x| stems.iter().map(move |s| format!("{s}_{x}")))
-            .collect()
+        assert!(macros.iter().all(|(_, s)| s.len() > 30), "{macros:?}");
+        assert_eq!(suffixes, ["f32", "f16", "bf16", "f64"]);
+        out
     }
 
     /// The names of a pack's records, in order.

@@ -8,8 +8,10 @@
 //                       + beta * dx[n, c, z, y, x]
 //
 // over the taps whose dy index is whole and inside dy; the tap (a', b', e') is (a, b, e)
-// in cross-correlation mode and flipped in convolution mode. Accumulation in f32; dx is
-// read only when beta != 0. Entry points, per filter extent <KD><KH><KW> and type:
+// in cross-correlation mode and flipped in convolution mode. Accumulation in f32 (f64
+// for f64 data, with its scalars in f64); dx is read only when beta != 0. Entry points,
+// per filter extent <KD><KH><KW> and type (f64: the NCHW ones but s1x8, see
+// ENTRIES_NCHW):
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
 // 333; four outputs a thread), dw_dgrad_k1<K><K>_s1x8_<f32|f16|bf16> (the same for 133,
 // 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d or 3-d,
@@ -44,12 +46,30 @@ struct Params {
     unsigned kh;             // filter height (read by the entry points that take it at run time)
     unsigned group;          // channels a block takes (the channels-last entry points)
     unsigned kd;             // filter depth (read by the entry points that take the height)
+    double alpha64, beta64;  // the scalars of f64 entry points (alpha and beta: the others')
 };
+
+// The type a value of T is computed in: f32, f64 for f64 data.
+template <typename T> struct Acc { typedef float type; };
+template <> struct Acc<double> { typedef double type; };
+
+// The call's scalars in the type of the computation.
+__device__ __forceinline__ void scalars(const Params& p, float& a, float& b) {
+    a = p.alpha;
+    b = p.beta;
+}
+__device__ __forceinline__ void scalars(const Params& p, double& a, double& b) {
+    a = p.alpha64;
+    b = p.beta64;
+}
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
 __device__ __forceinline__ float load(const float* p) { return __ldg(p); }
 __device__ __forceinline__ float reload(const float* p) { return *p; }
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ double load(const double* p) { return __ldg(p); }
+__device__ __forceinline__ double reload(const double* p) { return *p; }
+__device__ __forceinline__ void store(double* p, double v) { *p = v; }
 
 struct Half { unsigned short bits; };
 struct BFloat { unsigned short bits; };
@@ -122,14 +142,18 @@ __device__ __forceinline__ Item item_of(const Params& p, unsigned i, unsigned pe
 // Writes a work item's outputs: alpha acc, plus beta dx where beta != 0.
 template <typename T, int TX>
 __device__ __forceinline__ void store_item(const Params& p, T* __restrict__ dx,
-                                           const Item& it, int step, const float (&acc)[TX]) {
+                                           const Item& it, int step,
+                                           const typename Acc<T>::type (&acc)[TX]) {
+    typedef typename Acc<T>::type A;
+    A alpha, beta;
+    scalars(p, alpha, beta);
     const unsigned base = it.row * p.w;
 #pragma unroll
     for (int j = 0; j < TX; ++j) {
         const int x = it.x0 + j * step;
         if (x < static_cast<int>(p.w)) {
-            float r = p.alpha * acc[j];
-            if (p.beta != 0.0f) r += p.beta * reload(dx + base + x);
+            A r = alpha * acc[j];
+            if (beta != A(0)) r += beta * reload(dx + base + x);
             store(dx + base + x, r);
         }
     }
@@ -156,9 +180,10 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
         const Item it = item_of<TX>(p, i, per_row, dw);
         const int z = it.z, y = it.y, x0 = it.x0;
         const unsigned c = it.c, n = it.n;
-        float acc[TX];
+        typedef typename Acc<T>::type A;
+        A acc[TX];
 #pragma unroll
-        for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
+        for (int j = 0; j < TX; ++j) acc[j] = A(0);
         for (unsigned m = 0; m < p.m; ++m) {
             const unsigned k = c * p.m + m;
             const T* wk = w + k * taps;
@@ -172,16 +197,16 @@ __device__ __forceinline__ void dgrad_s1_rows(const Params& p, const T* __restri
                     const int oh = y + p.ph - b * p.dh;
                     if (oh < 0 || oh >= static_cast<int>(p.oh)) continue;
                     const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
-                    float v[WIN];
+                    A v[WIN];
 #pragma unroll
                     for (int q = 0; q < WIN; ++q) {
                         const int ow = x0 + p.pw + (q - (KW - 1)) * dw;
-                        v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : 0.0f;
+                        v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : A(0);
                     }
 #pragma unroll
                     for (int e = 0; e < KW; ++e) {
                         const int tap = (a * kh + b) * KW + e;
-                        const float f = load(wk + (p.flip ? taps - 1 - tap : tap));
+                        const A f = load(wk + (p.flip ? taps - 1 - tap : tap));
 #pragma unroll
                         for (int j = 0; j < TX; ++j) acc[j] += f * v[j - e + KW - 1];
                     }
@@ -212,9 +237,10 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
         const Item it = item_of<TX>(p, i, per_row, sw);
         const int z = it.z, y = it.y, x0 = it.x0;
         const unsigned c = it.c, n = it.n;
-        float acc[TX];
+        typedef typename Acc<T>::type A;
+        A acc[TX];
 #pragma unroll
-        for (int j = 0; j < TX; ++j) acc[j] = 0.0f;
+        for (int j = 0; j < TX; ++j) acc[j] = A(0);
         for (unsigned m = 0; m < p.m; ++m) {
             const unsigned k = c * p.m + m;
             const T* wk = w + k * taps;
@@ -238,7 +264,7 @@ __device__ __forceinline__ void dgrad_strided_rows(const Params& p, const T* __r
                         if (xw % sw != 0) continue;  // exact for negative xw too
                         const int o = xw / sw;
                         const int tap = (a * kh + b) * KW + e;
-                        const float f = load(wk + (p.flip ? taps - 1 - tap : tap));
+                        const A f = load(wk + (p.flip ? taps - 1 - tap : tap));
 #pragma unroll
                         for (int j = 0; j < TX; ++j) {
                             const int ow = o + j;
@@ -277,7 +303,8 @@ __device__ constexpr int s2_bound() {
 template <typename T, int KD, int K, int PAR>
 __device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restrict__ w,
                                               const T* __restrict__ dy, const Item& it,
-                                              float (&acc)[4]) {
+                                              typename Acc<T>::type (&acc)[4]) {
+    typedef typename Acc<T>::type A;
     constexpr int TAPS = KD * K * K;
     constexpr int LO = s2_bound<K, PAR, false>();
     constexpr int WIN = s2_bound<K, PAR, true>() - LO + 1;
@@ -301,16 +328,16 @@ __device__ __forceinline__ void dgrad_s2_item(const Params& p, const T* __restri
             const int oh = yh >> 1;  // arithmetic: -1 for -2 (and ruled out below)
             if ((yh & 1) || oh < 0 || oh >= static_cast<int>(p.oh)) continue;
             const T* row = dyk + (static_cast<unsigned>(od) * p.oh + oh) * p.ow;
-            float v[WIN];
+            A v[WIN];
 #pragma unroll
             for (int q = 0; q < WIN; ++q) {
                 const int ow = base + LO + q;
-                v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : 0.0f;
+                v[q] = (ow >= 0 && ow < static_cast<int>(p.ow)) ? load(row + ow) : A(0);
             }
 #pragma unroll
             for (int e = 0; e < K; ++e) {
                 const int tap = (a * K + b) * K + e;
-                const float f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
+                const A f = load(wk + (p.flip ? TAPS - 1 - tap : tap));
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     if (((j + PAR - e) & 1) == 0) acc[j] += f * v[(j + PAR - e) / 2 - LO];
@@ -328,7 +355,8 @@ __device__ __forceinline__ void dgrad_s2_rows(const Params& p, const T* __restri
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < p.items;
          i += blockDim.x * gridDim.x) {
         const Item it = item_of<4>(p, i, per_row, 1);
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        typedef typename Acc<T>::type A;
+        A acc[4] = {A(0), A(0), A(0), A(0)};
         if (p.pw & 1) {
             dgrad_s2_item<T, KD, K, 1>(p, w, dy, it, acc);
         } else {
@@ -560,6 +588,8 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
         dgrad_strided_rows<T, 1, 0, KW, 4>(p, w, dy, dx);                               \
     }
 
+// Every entry point, for f32, f16 and bf16 (scripts/gen_ptx.py compiles each line of an
+// entry-point macro's body once per expansion of it below) ...
 #define ENTRIES(SUFFIX, T)                                                              \
     ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                         \
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
@@ -607,6 +637,47 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
     NHWC(dw_dgrad_nhwc_k155_s1v4_##SUFFIX, T, 5, 4, 4, 3)                               \
     NHWC(dw_dgrad_nhwc_k177_s1v4_##SUFFIX, T, 7, 4, 4, 3)
 
+// ... and the NCHW ones but the eight-output s1x8 for f64 (channels-last f64 problems
+// run on NCHW copies; eight f64 outputs a thread would double the registers).
+#define ENTRIES_NCHW(SUFFIX, T)                                                     \
+    ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                     \
+    ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                     \
+    ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                     \
+    ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                     \
+    STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)                             \
+    S2(dw_dgrad_k133_s2_##SUFFIX, T, 1, 3)                                          \
+    S2(dw_dgrad_k155_s2_##SUFFIX, T, 1, 5)                                          \
+    S2(dw_dgrad_k177_s2_##SUFFIX, T, 1, 7)                                          \
+    S2(dw_dgrad_k333_s2_##SUFFIX, T, 3, 3)                                          \
+    BAND(dw_dgrad_kw1_s1_##SUFFIX, T, 1)                                            \
+    BAND(dw_dgrad_kw3_s1_##SUFFIX, T, 3)                                            \
+    BAND(dw_dgrad_kw5_s1_##SUFFIX, T, 5)                                            \
+    BAND(dw_dgrad_kw7_s1_##SUFFIX, T, 7)                                            \
+    BAND(dw_dgrad_kw9_s1_##SUFFIX, T, 9)                                            \
+    BAND(dw_dgrad_kw11_s1_##SUFFIX, T, 11)                                          \
+    BAND(dw_dgrad_kw13_s1_##SUFFIX, T, 13)                                          \
+    BAND(dw_dgrad_kw15_s1_##SUFFIX, T, 15)                                          \
+    BAND(dw_dgrad_kw17_s1_##SUFFIX, T, 17)                                          \
+    BAND(dw_dgrad_kw19_s1_##SUFFIX, T, 19)                                          \
+    BAND(dw_dgrad_kw21_s1_##SUFFIX, T, 21)                                          \
+    BAND(dw_dgrad_kw23_s1_##SUFFIX, T, 23)                                          \
+    BAND(dw_dgrad_kw25_s1_##SUFFIX, T, 25)                                          \
+    BAND(dw_dgrad_kw27_s1_##SUFFIX, T, 27)                                          \
+    BAND(dw_dgrad_kw29_s1_##SUFFIX, T, 29)                                          \
+    BAND(dw_dgrad_kw31_s1_##SUFFIX, T, 31)                                          \
+    STRIDED_BAND(dw_dgrad_kw1_strided_##SUFFIX, T, 1)                               \
+    STRIDED_BAND(dw_dgrad_kw2_strided_##SUFFIX, T, 2)                               \
+    STRIDED_BAND(dw_dgrad_kw3_strided_##SUFFIX, T, 3)                               \
+    STRIDED_BAND(dw_dgrad_kw4_strided_##SUFFIX, T, 4)                               \
+    STRIDED_BAND(dw_dgrad_kw5_strided_##SUFFIX, T, 5)                               \
+    STRIDED_BAND(dw_dgrad_kw6_strided_##SUFFIX, T, 6)                               \
+    STRIDED_BAND(dw_dgrad_kw7_strided_##SUFFIX, T, 7)                               \
+    STRIDED_BAND(dw_dgrad_kw8_strided_##SUFFIX, T, 8)                               \
+    STRIDED_BAND(dw_dgrad_kw9_strided_##SUFFIX, T, 9)                               \
+    STRIDED_BAND(dw_dgrad_kw10_strided_##SUFFIX, T, 10)                             \
+    STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)
+
 ENTRIES(f32, float)
 ENTRIES(f16, Half)
 ENTRIES(bf16, BFloat)
+ENTRIES_NCHW(f64, double)

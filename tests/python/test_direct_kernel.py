@@ -21,7 +21,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,11 @@ class Layer:
         """Whether the default choice runs this layer with the kernel (direct.rs's rule,
         under this process's ``CUDNN_RS_DIRECT``)."""
         mode = os.environ.get("CUDNN_RS_DIRECT", "")
+        if self.channels_last and dtype == "float64":
+            # No channels-last f64 entry points: every layer the NCHW rule takes, with up
+            # to two filters a channel, runs on NCHW copies.
+            nchw = replace(self, channels_last=False)
+            return mode != "0" and self.multiplier <= 2 and nchw.takes_kernel(dtype)
         if self.channels_last:
             # Natively: 3x3, 5x5 and 7x7 at stride 1 from 2^22 elements of dx (7x7:
             # 2^20), float16 3x3 and 5x5 left to cuDNN (all of them run natively with
@@ -102,8 +107,8 @@ class Layer:
         square = self.k in ((3, 3), (5, 5), (7, 7))
         if not square or self.strides != (1, 1):
             return False
-        if self.channels_last:
-            return False  # four outputs a thread, several channels
+        if self.channels_last or dtype == "float64":
+            return False  # four outputs a thread (f64 has no eight-output entries)
         forced = os.environ.get("CUDNN_RS_DIRECT_TX", "")
         if forced in ("4", "8"):
             return forced == "8"
@@ -117,11 +122,12 @@ class Layer:
         """dx's elements."""
         return math.prod(self.x)
 
-    @property
-    def native_channels_last(self) -> bool:
-        """A channels-last layer the kernel runs as it is stored (no NCHW copies)."""
+    def native_channels_last(self, dtype: str) -> bool:
+        """A channels-last layer the kernel runs as it is stored (no NCHW copies; every
+        f64 one runs on copies)."""
         return (
             self.channels_last
+            and dtype != "float64"
             and self.k in ((3, 3), (5, 5), (7, 7))
             and self.strides == (1, 1)
         )
@@ -258,7 +264,7 @@ LAYERS = {
     ),
     "3x3_cl_s2": Layer((2, 16, 9, 13), (3, 3), 1, stride=(2, 2), channels_last=True),
 }
-TOL = {"float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
+TOL = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}
 
 
 def _reference(torch: Any, layer: Layer, w: Any, dy: Any) -> Any:
@@ -288,7 +294,7 @@ def _imports(h: cd.Handle, w: Any, dy: Any, dx: Any) -> tuple[Any, Any, Any]:
     )
 
 
-def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
+def _conv(layer: Layer, dtype: str = "float32") -> cd.ConvolutionDescriptor:
     nd = len(layer.k)
     mode = (
         cd.ConvolutionMode.Convolution
@@ -302,13 +308,16 @@ def _conv(layer: Layer) -> cd.ConvolutionDescriptor:
         groups=layer.x[1],
         mode=mode,
         math_type=cd.MathType.Fma,
+        comp_type=cd.f64 if dtype == "float64" else cd.f32,
     )
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(LAYERS))
-@pytest.mark.parametrize("scalars", [(1.0, 0.0), (0.5, 1.0)])
+# 0.1 and 0.3 have no exact binary form: in f64 a scalar rounded to f32 would show
+# (relative error ~1e-8 against the f64 tolerance of 1e-12).
+@pytest.mark.parametrize("scalars", [(1.0, 0.0), (0.1, 0.3)])
 def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     gpu: cd.Handle, dtype: str, name: str, scalars: tuple[float, float]
 ) -> None:
@@ -328,12 +337,12 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
         dx = torch.randn(layer.x, device="cuda", dtype=dt, generator=gen)
     w, dy, dx = (t.contiguous(memory_format=fmt) for t in (w, dy, dx))
     before = dx.double().clone()
-    conv = _conv(layer)
+    conv = _conv(layer, dtype)
     ops = _imports(h, w, dy, dx)
     algo = cd.DefaultAlgo()
     size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
     kernel = layer.takes_kernel(dtype)
-    if kernel and layer.channels_last and not layer.native_channels_last:
+    if kernel and layer.channels_last and not layer.native_channels_last(dtype):
         copies = (dy.numel() + dx.numel()) * dx.element_size()
         assert size >= copies, f"workspace {size} bytes cannot hold the NCHW copies"
     elif kernel:
