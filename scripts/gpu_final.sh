@@ -56,8 +56,9 @@
 #                                     # MEASURED_ARGS; e.g. "--configs f64"), then PYTEST_K's
 #                                     # pytest subset and BROAD_LAYERS' broad rows (both batches),
 #                                     # with TRAIN_MINUTES the training steps
-#   bash scripts/gpu_final.sh f64     # the depthwise kernel's tests (f64 also with
-#                                     # CUDNN_RS_DIRECT=all), random f64 layers
+#   bash scripts/gpu_final.sh f64     # the depthwise kernel's tests (DIRECT_K; with
+#                                     # DIRECT_ALL f64 also with CUDNN_RS_DIRECT=all),
+#                                     # random f64 layers (RANDOM_SEED, RANDOM_ROWS)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -142,10 +143,10 @@ bench2)  # the anchor suite, the training steps and the broad suite in one call
 f64)  # the depthwise kernel's f64 entry points: its tests (every dtype, then f64 with
      # CUDNN_RS_DIRECT=all), layers drawn at random in f64 (RANDOM_SEED, RANDOM_ROWS)
   TAIL=10 run wheel_demo 60 bash -c wheel_check
-  TAIL=8 run pytest_direct 300 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "not again_with_direct_all"
-  CUDNN_RS_DIRECT=all TAIL=4 run pytest_direct_all_f64 100 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "float64 and default_choice"
+  TAIL=8 run pytest_direct 200 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "${DIRECT_K:-not again_with_direct_all}"
+  [ -n "${DIRECT_ALL:-}" ] && CUDNN_RS_DIRECT=all TAIL=4 run pytest_direct_all_f64 100 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "float64 and default_choice"
   abs_out=$(cd "$out" && pwd)
-  TAIL=24 run random_f64 150 bash -c "cd bench && python3 random_layers.py --configs f64 --csv $abs_out/random_f64.csv --seed ${RANDOM_SEED:-21} --rows ${RANDOM_ROWS:-50} --max-minutes 2"
+  TAIL=24 run random_f64 120 bash -c "cd bench && python3 random_layers.py --configs f64 --csv $abs_out/random_f64.csv --seed ${RANDOM_SEED:-21} --rows ${RANDOM_ROWS:-50} --max-minutes ${RANDOM_MINUTES:-1.5}"
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
