@@ -8,7 +8,8 @@ one entry point's (19 KB) 0.2-0.3 ms. Per kernel file and target, one pack
 `<name>.<target>.pack` of every entry point's image: `sm_80` (cubins for GPUs of compute
 capability 8.x), `sm_90` (9.x) and `compute_60` (PTX for every other GPU from Pascal on;
 the driver compiles an entry point's on first use, and caches that). f64 has the NCHW
-entry points but the eight-output ones (`ENTRIES_NCHW`).
+entry points but the eight-output ones (`ENTRIES_HALF_AND_F32` holds those and the
+channels-last ones, expanded for the other types only).
 
 A pack is a sequence of records, one per entry point in the source's order (the
 expansions' order, then each macro's): the name's length and the image's length (each a
@@ -39,8 +40,8 @@ KERNELS = ROOT / "src" / "kernels"
 TARGETS = ["compute_60", "sm_80", "sm_90"]
 # One line of the `ENTRIES(SUFFIX, T)` macro's body: `KIND(name_##SUFFIX, T, args...)`.
 ENTRY = re.compile(r"^\s*(\w+)\((\w+)_##SUFFIX, T((?:, [^)]*)?)\)\s*\\?$")
-# An entry-point macro (`#define ENTRIES(SUFFIX, T)`, `#define ENTRIES_NCHW(SUFFIX, T)`:
-# the types that have fewer entry points get a macro of their own) ...
+# An entry-point macro (`#define ENTRIES(SUFFIX, T)`, every type's entry points, and
+# `#define ENTRIES_HALF_AND_F32(SUFFIX, T)`, those f64 lacks) ...
 MACRO = re.compile(r"^#define (ENTRIES\w*)\(SUFFIX, T\)", re.M)
 # ... and an expansion of one: `ENTRIES(f32, float)`.
 EXPANSION = re.compile(r"^(ENTRIES\w*)\((\w+), (\w+)\)$", re.M)

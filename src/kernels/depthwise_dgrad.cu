@@ -11,7 +11,7 @@
 // in cross-correlation mode and flipped in convolution mode. Accumulation in f32 (f64
 // for f64 data, with its scalars in f64); dx is read only when beta != 0. Entry points,
 // per filter extent <KD><KH><KW> and type (f64: the NCHW ones but s1x8, see
-// ENTRIES_NCHW):
+// ENTRIES_HALF_AND_F32):
 // dw_dgrad_k<KD><KH><KW>_s1_<f32|f16|bf16> (every stride 1, any dilation: 133, 155, 177,
 // 333; four outputs a thread), dw_dgrad_k1<K><K>_s1x8_<f32|f16|bf16> (the same for 133,
 // 155 and 177, eight outputs a thread), dw_dgrad_kw<KW>_s1_<f32|f16|bf16> (2-d or 3-d,
@@ -588,58 +588,9 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
         dgrad_strided_rows<T, 1, 0, KW, 4>(p, w, dy, dx);                               \
     }
 
-// Every entry point, for f32, f16 and bf16 (scripts/gen_ptx.py compiles each line of an
+// The entry points of every type (scripts/gen_ptx.py compiles each line of an
 // entry-point macro's body once per expansion of it below) ...
-#define ENTRIES(SUFFIX, T)                                                              \
-    ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                         \
-    ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                         \
-    ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                         \
-    ROWS(dw_dgrad_k333_s1_##SUFFIX, T, 3, 3, 3)                                         \
-    ROWS8(dw_dgrad_k133_s1x8_##SUFFIX, T, 1, 3, 3)                                      \
-    ROWS8(dw_dgrad_k155_s1x8_##SUFFIX, T, 1, 5, 5)                                      \
-    ROWS8(dw_dgrad_k177_s1x8_##SUFFIX, T, 1, 7, 7)                                      \
-    STRIDED(dw_dgrad_k333_strided_##SUFFIX, T, 3, 3, 3)                                 \
-    S2(dw_dgrad_k133_s2_##SUFFIX, T, 1, 3)                                              \
-    S2(dw_dgrad_k155_s2_##SUFFIX, T, 1, 5)                                              \
-    S2(dw_dgrad_k177_s2_##SUFFIX, T, 1, 7)                                              \
-    S2(dw_dgrad_k333_s2_##SUFFIX, T, 3, 3)                                              \
-    BAND(dw_dgrad_kw1_s1_##SUFFIX, T, 1)                                                \
-    BAND(dw_dgrad_kw3_s1_##SUFFIX, T, 3)                                                \
-    BAND(dw_dgrad_kw5_s1_##SUFFIX, T, 5)                                                \
-    BAND(dw_dgrad_kw7_s1_##SUFFIX, T, 7)                                                \
-    BAND(dw_dgrad_kw9_s1_##SUFFIX, T, 9)                                                \
-    BAND(dw_dgrad_kw11_s1_##SUFFIX, T, 11)                                              \
-    BAND(dw_dgrad_kw13_s1_##SUFFIX, T, 13)                                              \
-    BAND(dw_dgrad_kw15_s1_##SUFFIX, T, 15)                                              \
-    BAND(dw_dgrad_kw17_s1_##SUFFIX, T, 17)                                              \
-    BAND(dw_dgrad_kw19_s1_##SUFFIX, T, 19)                                              \
-    BAND(dw_dgrad_kw21_s1_##SUFFIX, T, 21)                                              \
-    BAND(dw_dgrad_kw23_s1_##SUFFIX, T, 23)                                              \
-    BAND(dw_dgrad_kw25_s1_##SUFFIX, T, 25)                                              \
-    BAND(dw_dgrad_kw27_s1_##SUFFIX, T, 27)                                              \
-    BAND(dw_dgrad_kw29_s1_##SUFFIX, T, 29)                                              \
-    BAND(dw_dgrad_kw31_s1_##SUFFIX, T, 31)                                              \
-    STRIDED_BAND(dw_dgrad_kw1_strided_##SUFFIX, T, 1)                                   \
-    STRIDED_BAND(dw_dgrad_kw2_strided_##SUFFIX, T, 2)                                   \
-    STRIDED_BAND(dw_dgrad_kw3_strided_##SUFFIX, T, 3)                                   \
-    STRIDED_BAND(dw_dgrad_kw4_strided_##SUFFIX, T, 4)                                   \
-    STRIDED_BAND(dw_dgrad_kw5_strided_##SUFFIX, T, 5)                                   \
-    STRIDED_BAND(dw_dgrad_kw6_strided_##SUFFIX, T, 6)                                   \
-    STRIDED_BAND(dw_dgrad_kw7_strided_##SUFFIX, T, 7)                                   \
-    STRIDED_BAND(dw_dgrad_kw8_strided_##SUFFIX, T, 8)                                   \
-    STRIDED_BAND(dw_dgrad_kw9_strided_##SUFFIX, T, 9)                                   \
-    STRIDED_BAND(dw_dgrad_kw10_strided_##SUFFIX, T, 10)                                 \
-    STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)                                 \
-    NHWC(dw_dgrad_nhwc_k133_s1_##SUFFIX, T, 3, 4, 1, 4)                                 \
-    NHWC(dw_dgrad_nhwc_k155_s1_##SUFFIX, T, 5, 4, 1, 3)                                 \
-    NHWC(dw_dgrad_nhwc_k177_s1_##SUFFIX, T, 7, 4, 1, 3)                                 \
-    NHWC(dw_dgrad_nhwc_k133_s1v4_##SUFFIX, T, 3, 4, 4, 4)                               \
-    NHWC(dw_dgrad_nhwc_k155_s1v4_##SUFFIX, T, 5, 4, 4, 3)                               \
-    NHWC(dw_dgrad_nhwc_k177_s1v4_##SUFFIX, T, 7, 4, 4, 3)
-
-// ... and the NCHW ones but the eight-output s1x8 for f64 (channels-last f64 problems
-// run on NCHW copies; eight f64 outputs a thread would double the registers).
-#define ENTRIES_NCHW(SUFFIX, T)                                                     \
+#define ENTRIES(SUFFIX, T)                                                          \
     ROWS(dw_dgrad_k133_s1_##SUFFIX, T, 1, 3, 3)                                     \
     ROWS(dw_dgrad_k155_s1_##SUFFIX, T, 1, 5, 5)                                     \
     ROWS(dw_dgrad_k177_s1_##SUFFIX, T, 1, 7, 7)                                     \
@@ -677,7 +628,24 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
     STRIDED_BAND(dw_dgrad_kw10_strided_##SUFFIX, T, 10)                             \
     STRIDED_BAND(dw_dgrad_kw11_strided_##SUFFIX, T, 11)
 
+// ... and those f64 lacks: the eight-output s1x8 ones (eight f64 outputs a thread would
+// double the registers) and the channels-last ones (channels-last f64 problems run on
+// NCHW copies).
+#define ENTRIES_HALF_AND_F32(SUFFIX, T)                                             \
+    ROWS8(dw_dgrad_k133_s1x8_##SUFFIX, T, 1, 3, 3)                                  \
+    ROWS8(dw_dgrad_k155_s1x8_##SUFFIX, T, 1, 5, 5)                                  \
+    ROWS8(dw_dgrad_k177_s1x8_##SUFFIX, T, 1, 7, 7)                                  \
+    NHWC(dw_dgrad_nhwc_k133_s1_##SUFFIX, T, 3, 4, 1, 4)                             \
+    NHWC(dw_dgrad_nhwc_k155_s1_##SUFFIX, T, 5, 4, 1, 3)                             \
+    NHWC(dw_dgrad_nhwc_k177_s1_##SUFFIX, T, 7, 4, 1, 3)                             \
+    NHWC(dw_dgrad_nhwc_k133_s1v4_##SUFFIX, T, 3, 4, 4, 4)                           \
+    NHWC(dw_dgrad_nhwc_k155_s1v4_##SUFFIX, T, 5, 4, 4, 3)                           \
+    NHWC(dw_dgrad_nhwc_k177_s1v4_##SUFFIX, T, 7, 4, 4, 3)
+
 ENTRIES(f32, float)
 ENTRIES(f16, Half)
 ENTRIES(bf16, BFloat)
-ENTRIES_NCHW(f64, double)
+ENTRIES(f64, double)
+ENTRIES_HALF_AND_F32(f32, float)
+ENTRIES_HALF_AND_F32(f16, Half)
+ENTRIES_HALF_AND_F32(bf16, BFloat)
