@@ -190,25 +190,21 @@ pub(crate) struct Params {
     sh: i32,
     sw: i32,
     flip: i32,
-    alpha: f32,
-    beta: f32,
     items: u32,
     kh: u32,
     group: u32,
     kd: u32,
-    alpha64: f64,
-    beta64: f64,
+    alpha: f64,
+    beta: f64,
 }
 
 impl Params {
-    /// These arguments with the call's scalars: f32 for f32, f16 and bf16 data, as cuDNN
-    /// takes them for these types, and f64 for f64 data (the entry points read theirs).
+    /// These arguments with the call's scalars (the entry points of f32, f16 and bf16
+    /// round them to f32, as cuDNN takes them for these types; f64's keep them).
     pub(crate) fn scaled(&self, alpha: f64, beta: f64) -> Self {
         Params {
-            alpha: alpha as f32,
-            beta: beta as f32,
-            alpha64: alpha,
-            beta64: beta,
+            alpha,
+            beta,
             ..*self
         }
     }
@@ -360,14 +356,12 @@ impl DirectPlan {
             sh: i(stride[1])?,
             sw: i(stride[2])?,
             flip: i32::from(conv.mode == ConvolutionMode::Convolution),
-            alpha: 1.0,
-            beta: 0.0,
             items: items as u32,
             kh: u(ks[1])?,
             group: u(group)?,
             kd: u(ks[0])?,
-            alpha64: 1.0,
-            beta64: 0.0,
+            alpha: 1.0,
+            beta: 0.0,
         };
         let dtype = match p.dx.dtype() {
             DType::F64 => "f64",
@@ -786,7 +780,8 @@ mod tests {
     #[test]
     fn params_mirror_the_kernel_sources_struct() {
         // The kernel takes `Params` by value: the same fields, in the same order, each
-        // four bytes but the two f64 scalars at the end. The names in the source, in order, against this struct's.
+        // four bytes but the two f64 scalars at the end. The names in the source, in
+        // order, against this struct's.
         let source = include_str!("../kernels/depthwise_dgrad.cu");
         let body = source
             .split("struct Params {")
@@ -803,11 +798,10 @@ mod tests {
         }
         let rust = [
             "n", "c", "m", "d", "h", "w", "od", "oh", "ow", "pd", "ph", "pw", "dd", "dh", "dw",
-            "sd", "sh", "sw", "flip", "alpha", "beta", "items", "kh", "group", "kd", "alpha64",
-            "beta64",
+            "sd", "sh", "sw", "flip", "items", "kh", "group", "kd", "alpha", "beta",
         ];
         assert_eq!(names, rust);
-        // This struct's fields in that order: the first 25 four bytes apart, then the two
+        // This struct's fields in that order: the first 23 four bytes apart, then the two
         // f64 scalars at the next multiple of eight (C's layout, and repr(C)'s).
         let offsets = [
             offset_of!(Params, n),
@@ -829,19 +823,17 @@ mod tests {
             offset_of!(Params, sh),
             offset_of!(Params, sw),
             offset_of!(Params, flip),
-            offset_of!(Params, alpha),
-            offset_of!(Params, beta),
             offset_of!(Params, items),
             offset_of!(Params, kh),
             offset_of!(Params, group),
             offset_of!(Params, kd),
-            offset_of!(Params, alpha64),
-            offset_of!(Params, beta64),
+            offset_of!(Params, alpha),
+            offset_of!(Params, beta),
         ];
-        let mut expected: Vec<usize> = (0..25).map(|i| 4 * i).collect();
-        expected.extend([104, 112]);
+        let mut expected: Vec<usize> = (0..23).map(|i| 4 * i).collect();
+        expected.extend([96, 104]);
         assert_eq!(offsets.to_vec(), expected);
-        assert_eq!(std::mem::size_of::<Params>(), 120);
+        assert_eq!(std::mem::size_of::<Params>(), 112);
     }
 
     #[test]

@@ -40,13 +40,12 @@ struct Params {
     int dd, dh, dw;          // dilation
     int sd, sh, sw;          // stride (the strided entry points)
     int flip;                // 1 in convolution mode
-    float alpha, beta;
     unsigned items;          // work items: n c d h ceil(w / (TX step)) step, step = dw (stride 1)
                              // or sw (strided); channels last: n h ceil(w / (TX dw)) dw
     unsigned kh;             // filter height (read by the entry points that take it at run time)
     unsigned group;          // channels a block takes (the channels-last entry points)
     unsigned kd;             // filter depth (read by the entry points that take the height)
-    double alpha64, beta64;  // the scalars of f64 entry points (alpha and beta: the others')
+    double alpha, beta;      // the call's scalars (rounded to f32 by the f32-computing types)
 };
 
 // The type a value of T is computed in: f32, f64 for f64 data.
@@ -54,13 +53,10 @@ template <typename T> struct Acc { typedef float type; };
 template <> struct Acc<double> { typedef double type; };
 
 // The call's scalars in the type of the computation.
-__device__ __forceinline__ void scalars(const Params& p, float& a, float& b) {
-    a = p.alpha;
-    b = p.beta;
-}
-__device__ __forceinline__ void scalars(const Params& p, double& a, double& b) {
-    a = p.alpha64;
-    b = p.beta64;
+template <typename A>
+__device__ __forceinline__ void scalars(const Params& p, A& a, A& b) {
+    a = static_cast<A>(p.alpha);
+    b = static_cast<A>(p.beta);
 }
 
 // `load` reads through the read-only cache (w and dy); `reload` is a plain read (dx).
@@ -520,6 +516,8 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
                 }
             }
         }
+        float alpha, beta;
+        scalars(p, alpha, beta);
         T* out = dx + (n * p.h + static_cast<unsigned>(y)) * p.w * p.c + c;
 #pragma unroll
         for (int j = 0; j < TX; ++j) {
@@ -528,12 +526,12 @@ __device__ __forceinline__ void dgrad_nhwc_s1(const Params& p, const T* __restri
                 T* o = out + static_cast<unsigned>(x) * p.c;
                 float r[VEC];
 #pragma unroll
-                for (int u = 0; u < VEC; ++u) r[u] = p.alpha * acc[j][u];
-                if (p.beta != 0.0f) {
+                for (int u = 0; u < VEC; ++u) r[u] = alpha * acc[j][u];
+                if (beta != 0.0f) {
                     float old[VEC];
                     vload(o, old, false);
 #pragma unroll
-                    for (int u = 0; u < VEC; ++u) r[u] += p.beta * old[u];
+                    for (int u = 0; u < VEC; ++u) r[u] += beta * old[u];
                 }
                 vstore(o, r);
             }
