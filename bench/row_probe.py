@@ -6,8 +6,11 @@ heuristic's every knob setting (`find_convolution_backward_data_engine`, the fas
 ten). Where the measured tier loses to PyTorch's benchmark mode, this says whether a
 configuration it did not time would have won.
 
+Each side's kernels are listed with their GPU time in one call (the profiler's, in us).
+
 Usage (GPU machine): python bench/row_probe.py --seed 5 --rows 60 --match "3x3 1024->8"
-(with CUDNN_RS_FIND_TRACE=1 the measured tier's find is traced to stderr)
+[--configs f64] (as random_layers.py's; with CUDNN_RS_FIND_TRACE=1 the measured tier's
+find is traced to stderr)
 """
 
 from __future__ import annotations
@@ -17,11 +20,48 @@ import random
 import sys
 
 import torch
-from broad import Timer, set_torch_flags, torch_kernels
+from broad import Timer, set_torch_flags, short_kernel
 from direct_probe import calls
-from random_layers import draw
+from random_layers import CONFIGS, draw
 
 import cudnn_rs as cd
+
+
+def kernel_times(f) -> str:
+    """The GPU kernels of one call of `f`, each with its time by the profiler (us)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        f()
+        torch.cuda.synchronize()
+    return " + ".join(
+        f"{short_kernel(ev.name)} {ev.device_time:.1f}"
+        for ev in prof.events()
+        if getattr(ev, "device_type", None) == DeviceType.CUDA
+        and not ev.name.startswith("[")
+    )
+
+
+def nchw_twin(conv, n: int, dt: torch.dtype, fmt, gen, benchmark: bool):
+    """cudnn_rs on NCHW copies of a channels-last layer's w and dy (drawn from `gen` as
+    `calls` draws them), its dx converted back to channels last: what PyTorch does for
+    f64 (the copies' cost included)."""
+    w = torch.randn(conv.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn((n, *conv.out), device="cuda", dtype=dt, generator=gen)
+    w, dy = w.contiguous(memory_format=fmt), dy.contiguous(memory_format=fmt)
+    shape = (n, *conv.x)
+    args = (conv.stride, conv.padding, conv.dilation, conv.groups)
+
+    def f():
+        dx = cd.conv_input_grad(
+            shape, w.contiguous(), dy.contiguous(), *args, benchmark=benchmark
+        )
+        return dx.contiguous(memory_format=fmt)
+
+    return f
 
 
 def engines(conv, n: int, dt: torch.dtype, fmt, tf32: bool) -> str:
@@ -58,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rows", type=int, default=80, help="as random_layers.py's")
     ap.add_argument("--match", required=True, help="a substring of the row's label")
+    ap.add_argument(
+        "--configs", default=",".join(CONFIGS), help="as random_layers.py's"
+    )
     args = ap.parse_args(argv)
+    configs = args.configs.split(",")
     if not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 2
@@ -66,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = Timer("cuda", 20, 5, warmup=3)
     drawn = 0
     while drawn < args.rows:
-        row = draw(rng)
+        row = draw(rng, configs)
         if row is None:
             continue
         drawn += 1
@@ -76,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.match not in label:
             continue
-        dt = {"f16": torch.float16, "bf16": torch.bfloat16}.get(cfg, torch.float32)
+        dt = {
+            "f16": torch.float16,
+            "bf16": torch.bfloat16,
+            "f64": torch.float64,
+        }.get(cfg, torch.float32)
         fmt = (
             (torch.channels_last_3d if conv.nd == 3 else torch.channels_last)
             if cl
@@ -88,13 +136,18 @@ def main(argv: list[str] | None = None) -> int:
             set_torch_flags(tf32=tf32, benchmark=benchmark)
             gen = torch.Generator(device="cuda").manual_seed(drawn)
             theirs, ours, err = calls(conv, n, dt, fmt, gen, benchmark=benchmark)
-            for who, f in ((f"torch {what}", theirs), (f"ours {what}", ours)):
+            sides = [(f"torch {what}", theirs), (f"ours {what}", ours)]
+            if cl:  # ours on NCHW copies, dx converted back (as PyTorch does f64)
+                gen.manual_seed(drawn)  # the same operands as `calls` drew
+                twin = nchw_twin(conv, n, dt, fmt, gen, benchmark)
+                sides.append((f"ours {what} nchw", twin))
+            for who, f in sides:
                 f()
                 torch.cuda.synchronize()
                 ms = timer.per_call_ms(f)
                 print(
                     f"   {who:17} {ms:.4f} ms err {err(f):.1e}  "
-                    f"{torch_kernels(f, timer)[:140]}",
+                    f"{kernel_times(f)[:300]}",
                     flush=True,
                 )
         try:
