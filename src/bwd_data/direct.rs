@@ -45,7 +45,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::CudaFunction;
 
-use super::twin::Twin;
+use super::twin::Views;
 use crate::convolution::ConvolutionMode;
 use crate::data_type::DType;
 use crate::problem::RawProblem;
@@ -239,10 +239,10 @@ pub(crate) struct Direct {
 /// dx with alpha and beta (`kernel.rs`). The filter needs no conversion: with one input
 /// channel per group, KCRS and KRSC are the same bytes.
 pub(crate) struct Via {
-    /// The caller's operands, as stored (NHWC).
-    pub(crate) own: Twin,
-    /// The copies' descriptors (NCHW).
-    pub(crate) nchw: Twin,
+    /// The caller's dy and dx, as stored (NHWC), described for the conversions ([`Views`]).
+    pub(crate) own: Views,
+    /// Their copies (NCHW), described likewise.
+    pub(crate) nchw: Views,
     /// Where dx's copy starts in the workspace (dy's at 0).
     pub(crate) dx_offset: usize,
     /// The workspace bytes the call needs: both copies.
@@ -643,6 +643,7 @@ pub(crate) type Kernels = std::collections::HashMap<String, Option<CudaFunction>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bwd_data::twin::Twin;
     use crate::convolution::{ConvParams, RawConvolutionDescriptor};
     use crate::math_type::MathType;
     use crate::tensor::{RawDescriptor, Role};

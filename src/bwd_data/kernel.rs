@@ -9,7 +9,7 @@ use cudarc::driver::{CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
 use super::direct::{via_nchw, Direct, DirectPlan, Via, BLOCK};
-use super::twin::{layout, Twin};
+use super::twin::{layout, Twin, Views};
 use crate::context::CudnnContext;
 use crate::data_type::Scaling;
 use crate::error::{CudnnError, Error, Result};
@@ -73,9 +73,9 @@ impl CudnnContext {
         }
         // An NHWC problem the kernel runs on NCHW copies: its plan is the copies'.
         let copies = via_nchw(p)
-            .then(|| Twin::in_format(p, Format::Nchw).zip(Twin::in_format(p, Format::Nhwc)))
+            .then(|| Twin::in_format(p, Format::Nchw))
             .flatten();
-        let target = copies.as_ref().map_or(*p, |(nchw, _)| nchw.problem(p.conv));
+        let target = copies.as_ref().map_or(*p, |nchw| nchw.problem(p.conv));
         // Decided: the kernel does not run `p`.
         let refused = || {
             self.directs.borrow_mut().insert(*key, None);
@@ -95,12 +95,22 @@ impl CudnnContext {
             None
         };
         let lay = layout(p);
-        let via = copies.map(|(nchw, own)| Via {
-            own,
-            nchw,
-            dx_offset: lay.dx,
-            workspace: lay.engine,
-        });
+        let via = match copies {
+            Some(_) => {
+                let (Some(own), Some(nchw)) =
+                    (Views::of(p, Format::Nhwc), Views::of(p, Format::Nchw))
+                else {
+                    return refused();
+                };
+                Some(Via {
+                    own,
+                    nchw,
+                    dx_offset: lay.dx,
+                    workspace: lay.engine,
+                })
+            }
+            None => None,
+        };
         let loaded = |entry: &str| self.kernels.borrow().contains_key(entry);
         let all_loaded = loaded(&plan.entry) && scalar.as_ref().is_none_or(|s| loaded(&s.entry));
         if !all_loaded && crate::replay::capturing(self.stream.cu_stream().cast()) {

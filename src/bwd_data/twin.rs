@@ -21,7 +21,7 @@
 use crate::convolution::{AlgoKind, RawConvolutionDescriptor};
 use crate::data_type::DType;
 use crate::problem::RawProblem;
-use crate::tensor::{Format, RawDescriptor};
+use crate::tensor::{Format, RawDescriptor, Role};
 
 /// The smallest f32 dx (elements) worth converting: below, the two conversions' launches
 /// cost about what the faster engine saves.
@@ -71,6 +71,40 @@ impl Twin {
             dx: &self.dx,
             conv,
         }
+    }
+}
+
+/// dy and dx of a problem stored in one layout, described for converting them to or from
+/// the other with `cudnnTransformTensor`: a 3-d problem's as 2-d ones, depth and height
+/// merged (N, C, D*H, W). The merge is exact in both layouts (depth's stride is H times
+/// height's in NCDHW and in NDHWC alike), and cuDNN converts 4-d tensors with its
+/// dedicated kernels (`nhwcToNchwKernel`, `nchwToNhwcKernel`) where it converts 5-d ones
+/// with a generic `transposeBlock_kernel`: on the H200 that took 150 us to convert a
+/// 2x16x8x28x28 f64 dx that PyTorch copies in 2.3 us, and 485 us for a 64x13x4x56x56 one
+/// (2026-12-06, `bench/row_probe.py --configs f64`).
+pub(crate) struct Views {
+    pub(crate) dy: RawDescriptor,
+    pub(crate) dx: RawDescriptor,
+}
+
+impl Views {
+    /// `p`'s dy and dx (same types) stored in `format`, 3-d ones merged as said above.
+    pub(crate) fn of(p: &RawProblem<'_>, format: Format) -> Option<Self> {
+        let view = |d: &RawDescriptor| {
+            let merged;
+            let shape = match d.shape() {
+                &[n, c, depth, h, w] => {
+                    merged = [n, c, depth.checked_mul(h)?, w];
+                    &merged[..]
+                }
+                s => s,
+            };
+            RawDescriptor::new(Role::Tensor, d.dtype(), format, shape).ok()
+        };
+        Some(Self {
+            dy: view(p.dy)?,
+            dx: view(p.dx)?,
+        })
     }
 }
 
@@ -254,5 +288,56 @@ mod tests {
         assert_eq!(lay.dx % ALIGN, 0);
         assert_eq!(lay.engine % ALIGN, 0);
         assert!(lay.dx >= p.dy.nbytes() && lay.engine - lay.dx >= p.dx.nbytes());
+    }
+
+    #[test]
+    fn conversion_views_merge_depth_into_height_and_keep_2d_shapes() {
+        let params = ConvParams::new(
+            &[1, 1, 1],
+            &[1, 1, 1],
+            &[1, 1, 1],
+            16,
+            ConvolutionMode::CrossCorrelation,
+        )
+        .expect("valid parameters");
+        let conv =
+            RawConvolutionDescriptor::new(params, DType::F64, MathType::Default).expect("conv");
+        let t = |shape: &[usize]| {
+            RawDescriptor::new(Role::Tensor, DType::F64, Format::Nhwc, shape).expect("tensor")
+        };
+        let w = RawDescriptor::new(Role::Filter, DType::F64, Format::Nhwc, &[16, 1, 3, 3, 3])
+            .expect("w");
+        let (dy, dx) = (t(&[2, 16, 8, 14, 14]), t(&[2, 16, 8, 28, 28]));
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        for format in [Format::Nchw, Format::Nhwc] {
+            let v = Views::of(&p, format).expect("views");
+            assert_eq!(v.dy.shape(), &[2, 16, 8 * 14, 14]);
+            assert_eq!(v.dx.shape(), &[2, 16, 8 * 28, 28]);
+            assert_eq!((v.dy.format(), v.dx.format()), (format, format));
+            // The same elements: the conversion moves all of them.
+            assert_eq!((v.dy.nbytes(), v.dx.nbytes()), (dy.nbytes(), dx.nbytes()));
+        }
+        // 2-d: the shapes as they are.
+        let (wd, dy2, dx2, conv2) = problem_parts(
+            DType::F32,
+            Format::Nhwc,
+            [4, 32, 14, 14],
+            [32, 1, 3, 3],
+            32,
+            1,
+        );
+        let p2 = RawProblem {
+            w: &wd,
+            dy: &dy2,
+            dx: &dx2,
+            conv: &conv2,
+        };
+        let v = Views::of(&p2, Format::Nchw).expect("views");
+        assert_eq!((v.dy.shape(), v.dx.shape()), (dy2.shape(), dx2.shape()));
     }
 }

@@ -39,7 +39,7 @@ class Layer:
     multiplier: int = 1
     convolution: bool = False  # mode Convolution (flipped filter)
     stride: tuple[int, ...] = (1, 1, 1)  # the last len(k) apply
-    channels_last: bool = False  # 2-d: every operand NHWC
+    channels_last: bool = False  # every operand NHWC (3-d: NDHWC)
 
     @property
     def w(self) -> tuple[int, ...]:
@@ -54,6 +54,8 @@ class Layer:
             # to two filters a channel, runs on NCHW copies.
             nchw = replace(self, channels_last=False)
             return mode != "0" and self.multiplier <= 2 and nchw.takes_kernel(dtype)
+        if self.channels_last and len(self.k) == 3:
+            return False  # cuDNN's (f64: on NCHW copies, above)
         if self.channels_last:
             # Natively: 3x3, 5x5 and 7x7 at stride 1 from 2^22 elements of dx (7x7:
             # 2^20), float16 3x3 and 5x5 left to cuDNN (all of them run natively with
@@ -121,6 +123,12 @@ class Layer:
     def numel(self) -> int:
         """dx's elements."""
         return math.prod(self.x)
+
+    def memory_format(self, torch: Any) -> Any:
+        """The layer's operands' torch memory format."""
+        if not self.channels_last:
+            return torch.contiguous_format
+        return torch.channels_last_3d if len(self.k) == 3 else torch.channels_last
 
     def native_channels_last(self, dtype: str) -> bool:
         """A channels-last layer the kernel runs as it is stored (no NCHW copies; every
@@ -234,6 +242,14 @@ LAYERS = {
     "7x7_just_under": Layer((15, 64, 32, 32), (7, 7), 3),
     # Channels-last: the kernel on NCHW copies in the workspace, or cuDNN.
     "9x9_cl": Layer((2, 8, 12, 11), (9, 9), 4, channels_last=True),
+    # 3-d channels-last: f64 runs the kernel on NCHW copies, converted as 2-d views
+    # (depth and height merged); the other types run cuDNN.
+    "3x3x3_cl_s1x2x2": Layer(
+        (2, 16, 8, 28, 28), (3, 3, 3), 1, stride=(1, 2, 2), channels_last=True
+    ),
+    "1x3x3_cl_m2": Layer(
+        (2, 4, 5, 14, 13), (1, 3, 3), (0, 1, 1), multiplier=2, channels_last=True
+    ),
     "7x1_cl_conv_mode": Layer(
         (1, 8, 12, 10), (7, 1), (3, 0), convolution=True, channels_last=True
     ),
@@ -328,7 +344,7 @@ def test_default_choice_on_stride_one_and_strided_nchw_depthwise_layers(
     gen = torch.Generator(device="cuda").manual_seed(seed)
     dt = getattr(torch, dtype)
     h = cd.Handle(stream=torch.cuda.current_stream())
-    fmt = torch.channels_last if layer.channels_last else torch.contiguous_format
+    fmt = layer.memory_format(torch)
     w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
     dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
     if beta == 0.0:
@@ -523,7 +539,7 @@ def test_the_kernel_is_captured_into_a_torch_cuda_graph(
     # the NCHW copies in the workspace the size query asks for.
     torch = pytest.importorskip("torch")
     layer = LAYERS[name]
-    fmt = torch.channels_last if layer.channels_last else torch.contiguous_format
+    fmt = layer.memory_format(torch)
     w = torch.randn(layer.w, device="cuda").contiguous(memory_format=fmt)
     dy = torch.randn(layer.dy, device="cuda").contiguous(memory_format=fmt)
     dx = torch.full(layer.x, float("nan"), device="cuda")
