@@ -186,6 +186,23 @@ mod tests {
         )
     }
 
+    /// A problem's four descriptors, as `problem_parts` makes them.
+    type Parts = (
+        RawDescriptor,
+        RawDescriptor,
+        RawDescriptor,
+        RawConvolutionDescriptor,
+    );
+
+    fn as_problem(parts: &Parts) -> RawProblem<'_> {
+        RawProblem {
+            w: &parts.0,
+            dy: &parts.1,
+            dx: &parts.2,
+            conv: &parts.3,
+        }
+    }
+
     fn qualifies_for(
         dtype: DType,
         format: Format,
@@ -263,7 +280,7 @@ mod tests {
 
     #[test]
     fn the_twin_is_nhwc_with_the_same_shapes_and_the_layout_is_aligned() {
-        let (wd, dy, dx, conv) = problem_parts(
+        let parts = problem_parts(
             DType::F32,
             Format::Nchw,
             [8, 64, 32, 33],
@@ -271,14 +288,9 @@ mod tests {
             64,
             1,
         );
-        let p = RawProblem {
-            w: &wd,
-            dy: &dy,
-            dx: &dx,
-            conv: &conv,
-        };
+        let p = as_problem(&parts);
         let twin = Twin::of(&p).expect("a twin");
-        let tp = twin.problem(&conv);
+        let tp = twin.problem(p.conv);
         for (a, b) in [(tp.w, p.w), (tp.dy, p.dy), (tp.dx, p.dx)] {
             assert_eq!(a.format(), Format::Nhwc);
             assert_eq!(a.shape(), b.shape());
@@ -323,7 +335,7 @@ mod tests {
             assert_eq!((v.dy.nbytes(), v.dx.nbytes()), (dy.nbytes(), dx.nbytes()));
         }
         // 2-d: the shapes as they are.
-        let (wd, dy2, dx2, conv2) = problem_parts(
+        let parts = problem_parts(
             DType::F32,
             Format::Nhwc,
             [4, 32, 14, 14],
@@ -331,13 +343,8 @@ mod tests {
             32,
             1,
         );
-        let p2 = RawProblem {
-            w: &wd,
-            dy: &dy2,
-            dx: &dx2,
-            conv: &conv2,
-        };
+        let p2 = as_problem(&parts);
         let v = Views::of(&p2, Format::Nchw).expect("views");
-        assert_eq!((v.dy.shape(), v.dx.shape()), (dy2.shape(), dx2.shape()));
+        assert_eq!((v.dy.shape(), v.dx.shape()), (p2.dy.shape(), p2.dx.shape()));
     }
 }
