@@ -82,6 +82,7 @@ def engines(conv, n: int, dt: torch.dtype, fmt, tf32: bool) -> str:
         dilation=conv.dilation,
         groups=conv.groups,
         math_type=math,
+        comp_type=cd.f64 if dt == torch.float64 else cd.f32,  # f64 computes in f64
     )
     found = h.find_convolution_backward_data_engine(
         cd.Filter.from_dlpack(w, handle=h),
