@@ -42,6 +42,14 @@ CHANNELS = [3, 8, 13, 16, 24, 32, 48, 64, 96, 100, 128, 192, 256, 384, 512, 1024
 SPATIAL = [7, 8, 13, 14, 17, 28, 31, 32, 56, 64, 112]
 BATCHES = [1, 2, 8, 16, 32, 64]
 CONFIGS = ["f32", "tf32", "f16", "bf16"]
+# The torch type of each config's tensors.
+DTYPES = {
+    "f64": torch.float64,
+    "f32": torch.float32,
+    "tf32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+}
 MAX_ELEMS = 1 << 25  # per tensor
 MAX_FLOPS = 4e10  # of the problem (the float64 reference runs it too)
 
@@ -178,13 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         if drawn is None:
             continue
         conv, n, cfg, cl, family = drawn
-        dt = {
-            "f64": torch.float64,
-            "f32": torch.float32,
-            "tf32": torch.float32,
-            "f16": torch.float16,
-            "bf16": torch.bfloat16,
-        }[cfg]
+        dt = DTYPES[cfg]
         fmt = (
             (torch.channels_last_3d if conv.nd == 3 else torch.channels_last)
             if cl

@@ -22,7 +22,7 @@ import sys
 import torch
 from broad import Timer, set_torch_flags, short_kernel
 from direct_probe import calls
-from random_layers import CONFIGS, draw
+from random_layers import CONFIGS, DTYPES, draw
 
 import cudnn_rs as cd
 
@@ -121,11 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.match not in label:
             continue
-        dt = {
-            "f16": torch.float16,
-            "bf16": torch.bfloat16,
-            "f64": torch.float64,
-        }.get(cfg, torch.float32)
+        dt = DTYPES[cfg]
         fmt = (
             (torch.channels_last_3d if conv.nd == 3 else torch.channels_last)
             if cl

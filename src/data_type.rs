@@ -51,6 +51,16 @@ impl DType {
         Self::ALL.into_iter().find(|d| d.name() == name)
     }
 
+    /// The compute type the library pairs with this data type where none is given (the
+    /// one-call API's, the depthwise kernel's): f64 for f64 data, f32 for every other
+    /// (f32 accumulation for the half types), as PyTorch computes.
+    pub const fn compute(self) -> DType {
+        match self {
+            DType::F64 => DType::F64,
+            _ => DType::F32,
+        }
+    }
+
     /// Size of one element in bytes.
     pub const fn size(self) -> usize {
         match self {

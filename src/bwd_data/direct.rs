@@ -492,10 +492,10 @@ impl Kind {
 }
 
 /// Whether the kernel runs `p`: every operand NCHW (NCDHW) in the same type (f32, f16 or
-/// bf16 with f32 compute, f64 with f64 compute), a depthwise convolution (one input channel per group, groups =
-/// channels > 1) with one or two filters per channel, any padding, each operand under
-/// 2^31 elements, and a stride, dilation and filter one of its entry points takes
-/// ([`Kind`]). Padding, dilation and stride under [`MAX_GEOMETRY`] (the kernel's index
+/// bf16 with f32 compute, f64 with f64 compute), a depthwise convolution (one input
+/// channel per group, groups = channels > 1) with one or two filters per channel, any
+/// padding, each operand under 2^31 elements, and a stride, dilation and filter one of
+/// its entry points takes ([`Kind`]). Padding, dilation and stride under [`MAX_GEOMETRY`] (the kernel's index
 /// arithmetic is 32-bit), and the row step ([`Kind::step`]) at most dx's width (a larger
 /// one would start threads with nothing to do).
 ///
@@ -510,12 +510,7 @@ impl Kind {
 pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
     let data = p.dx.dtype();
     // f64 data computes in f64 (the table's only f64 configuration), the others in f32.
-    let comp = if data == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == comp;
+    let same = p.w.dtype() == data && p.dy.dtype() == data && p.conv.comp() == data.compute();
     let typed = matches!(data, DType::F64 | DType::F32 | DType::F16 | DType::BF16);
     let nchw = [p.w.format(), p.dy.format(), p.dx.format()]
         .iter()
@@ -742,12 +737,7 @@ mod tests {
                 self.mode,
             )
             .expect("valid parameters");
-            // f64 data computes in f64 (its only configuration), the others in f32.
-            let comp = if self.dtype == DType::F64 {
-                DType::F64
-            } else {
-                DType::F32
-            };
+            let comp = self.dtype.compute();
             RawConvolutionDescriptor::new(params, comp, MathType::Default).expect("conv")
         }
 

@@ -230,11 +230,7 @@ pub(crate) fn _torch_input_grad<'py>(
     let Ok(groups) = groups.extract::<i64>() else {
         return Ok(None);
     };
-    let comp = if dy.dtype == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
+    let comp = dy.dtype.compute();
     let math = if dy.dtype == DType::F32 && !api.allow_tf32(py)? {
         MathType::Fma
     } else {
