@@ -211,14 +211,9 @@ mod tests {
         groups: usize,
         stride: usize,
     ) -> bool {
-        let (wd, dy, dx, conv) = problem_parts(dtype, format, x, w, groups, stride);
-        let p = RawProblem {
-            w: &wd,
-            dy: &dy,
-            dx: &dx,
-            conv: &conv,
-        };
-        qualifies(&p)
+        qualifies(&as_problem(&problem_parts(
+            dtype, format, x, w, groups, stride,
+        )))
     }
 
     #[test]
