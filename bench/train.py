@@ -3,8 +3,10 @@ every Conv2d/Conv3d input gradient is computed by cudnn_rs.
 
 Models (weights=None): resnet50 (residual, 32x3x224x224), mobilenet_v3_large (inverted
 residual with depthwise convolutions, 64x3x224x224), convnext_tiny (7x7 depthwise,
-16x3x224x224), r3d_18 (3-d, 4x3x16x112x112). Variants: f32 with TF32 off and on, f16,
-bf16 (model and inputs converted to the dtype), each NCHW and channels-last.
+16x3x224x224), r3d_18 (3-d, 4x3x16x112x112); with `--models more` five of other
+families instead (efficientnet_b0, regnet_y_800mf, densenet121, shufflenet_v2_x1_0,
+r2plus1d_18; see MORE_MODELS). Variants: f32 with TF32 off and on, f16, bf16 (model and
+inputs converted to the dtype), each NCHW and channels-last (`--variants` picks some).
 
 A step is forward, cross-entropy, backward and an SGD step. Modes, same model, same
 batch, interleaved step by step:
@@ -28,6 +30,7 @@ PyTorch in the run's dtype gives the error the dtype alone costs.
 Usage (GPU machine):
   python bench/train.py --csv train.csv --md train.md
   python bench/train.py --quick
+  python bench/train.py --models more --variants f32:nchw,tf32:cl,f16:cl,bf16:nchw
   python bench/train.py --device cpu     # logic test on cudnn_rs's CPU device, tiny
                                          # inputs; the times mean nothing
 """
@@ -101,6 +104,67 @@ MODELS = [
         400,
     ),
 ]
+# Models of other families, for runs on models the suites were not tuned on (`--models
+# more`, or by name): compound-scaled inverted residuals with squeeze-excitation, grouped
+# bottlenecks with squeeze-excitation, dense concatenation, channel shuffle with
+# depthwise layers, and (2+1)-d video convolutions (1x3x3 spatial, 3x1x1 temporal).
+MORE_MODELS = [
+    ModelCase(
+        "efficientnet_b0",
+        lambda: torchvision.models.efficientnet_b0(weights=None),
+        (32, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "regnet_y_800mf",
+        lambda: torchvision.models.regnet_y_800mf(weights=None),
+        (32, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "densenet121",
+        lambda: torchvision.models.densenet121(weights=None),
+        (32, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "shufflenet_v2_x1_0",
+        lambda: torchvision.models.shufflenet_v2_x1_0(weights=None),
+        (64, 3, 224, 224),
+        (2, 3, 64, 64),
+        1000,
+    ),
+    ModelCase(
+        "r2plus1d_18",
+        lambda: torchvision.models.video.r2plus1d_18(weights=None),
+        (4, 3, 16, 112, 112),
+        (1, 3, 4, 32, 32),
+        400,
+    ),
+]
+
+
+def pick_models(names: str) -> list[ModelCase]:
+    """The models `names` (comma-separated) names: the default four where empty,
+    `more` for MORE_MODELS, `all` for both lists."""
+    if not names:
+        return list(MODELS)
+    every = {m.name: m for m in MODELS + MORE_MODELS}
+    sets = {"more": MORE_MODELS, "all": MODELS + MORE_MODELS}
+    picked: list[ModelCase] = []
+    for name in names.split(","):
+        if name in sets:
+            picked += sets[name]
+        elif name in every:
+            picked.append(every[name])
+        else:
+            raise ValueError(
+                f"unknown model {name!r}; known: {sorted(every)}, more, all"
+            )
+    return picked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +192,30 @@ VARIANTS = [
     )
     for cl in (False, True)
 ]
+
+
+def pick_variants(spec: str) -> list[Variant]:
+    """Variants from `spec`, comma-separated `type:layout` (type f32, tf32, f16, bf16;
+    layout nchw or cl), e.g. `f32:nchw,bf16:cl`."""
+    dtypes = {
+        "f32": ("float32", False),
+        "tf32": ("float32", True),
+        "f16": ("float16", True),
+        "bf16": ("bfloat16", True),
+    }
+    picked = []
+    for item in spec.split(","):
+        cfg, _, layout = item.partition(":")
+        if cfg not in dtypes or layout not in ("nchw", "cl"):
+            raise ValueError(
+                f"bad variant {item!r}: want type:layout, type one of "
+                f"{sorted(dtypes)}, layout nchw or cl"
+            )
+        dt, tf32 = dtypes[cfg]
+        picked.append(Variant(dt, layout == "cl", tf32))
+    return picked
+
+
 QUICK_VARIANTS = [Variant("float32", False, False), Variant("bfloat16", True, True)]
 # Largest relative error of a gradient's norm vs float64 that passes outright; a run
 # also passes when within 2x of plain PyTorch's own error in the same dtype.
@@ -709,7 +797,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--csv", default="train.csv")
     ap.add_argument("--md", default=None, help="also write the markdown table here")
-    ap.add_argument("--models", default="", help="comma-separated model names")
+    ap.add_argument(
+        "--models",
+        default="",
+        help="comma-separated model names, or `more` (other families) or `all`; "
+        "default: resnet50, mobilenet_v3_large, convnext_tiny, r3d_18",
+    )
+    ap.add_argument(
+        "--variants",
+        default="",
+        help="comma-separated type:layout (f32, tf32, f16, bf16; nchw, cl); default all",
+    )
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-check", action="store_true", help="skip the gradient check")
@@ -735,8 +833,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu = args.device == "cpu"
     if cpu:
         args.steps, args.warmup = min(args.steps, 2), min(args.warmup, 1)
-    models = [m for m in MODELS if not args.models or m.name in args.models.split(",")]
-    variants = QUICK_VARIANTS if args.quick else VARIANTS
+    try:
+        models = pick_models(args.models)
+        variants = pick_variants(args.variants) if args.variants else VARIANTS
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.quick:
+        variants = QUICK_VARIANTS
 
     if cpu or not hasattr(cd, "conv_input_grad"):
         ours = OursDgrad(measured=False, cpu=cpu)

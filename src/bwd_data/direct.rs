@@ -85,8 +85,9 @@ const NHWC_7X7_ELEMENTS: usize = 1 << 20;
 /// The blocks a channels-last launch aims at: each block takes chunks of work items this
 /// many blocks apart, reusing the weights it staged.
 const NHWC_BLOCKS: u64 = 2048;
-/// The most filters per channel of a channels-last problem (natively, or on NCHW copies):
-/// the kernel loops over them per output, and one and two were measured.
+/// The most filters per channel of a channels-last problem (natively, or on NCHW copies;
+/// f64 on copies takes [`MAX_NCHW_MULTIPLIER`], see [`via_nchw`]): the kernel loops over
+/// them per output, and one and two were measured.
 const MAX_MULTIPLIER: usize = 2;
 /// The most filters per channel of an NCHW problem (see [`MAX_MULTIPLIER`]). On the H100
 /// (`bench/direct_probe.py --multiplier`, nine layers of 3 to 64 filters a channel, f32,
@@ -416,7 +417,11 @@ pub(crate) fn qualifies(p: &RawProblem<'_>, benchmark: bool) -> bool {
 /// f64 entry points): on the H100 (`bench/random_layers.py --configs f64`, 2026-12-06)
 /// cuDNN's untimed choice there ran a generic engine at up to 8.5x the time of PyTorch's
 /// own depthwise kernel (a 3x3x3 layer), and its channels-last depthwise engines compiled
-/// for 130-285 ms on a shape's first call.
+/// for 130-285 ms on a shape's first call. With as many filters a channel as the NCHW
+/// entry points take ([`MAX_NCHW_MULTIPLIER`]): on a 5x5 layer of eight filters a channel
+/// (stride 2, N=16) cuDNN's NHWC f64 engine took 1.10-1.13x PyTorch's time a call, and its
+/// measured tier spent 11 ms on a first call where PyTorch's own depthwise kernel runs at
+/// once.
 pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
     let nhwc = p.dy.format() == Format::Nhwc
         && p.dx.format() == Format::Nhwc
@@ -426,7 +431,12 @@ pub(crate) fn via_nchw(p: &RawProblem<'_>) -> bool {
         matches!(&w[2.min(w.len())..], &[kh, kw] if (kh == kw && kh >= 9) || (kw == 1 && kh >= 3));
     let stride1 = p.conv.params().stride.iter().all(|&s| s == 1);
     let f64 = p.dx.dtype() == DType::F64;
-    let few_filters = filters_per_channel(p) <= MAX_MULTIPLIER;
+    let most = if f64 {
+        MAX_NCHW_MULTIPLIER
+    } else {
+        MAX_MULTIPLIER
+    };
+    let few_filters = filters_per_channel(p) <= most;
     mode() != Mode::Off && nhwc && ((slow && stride1) || f64) && few_filters
 }
 
@@ -1411,10 +1421,18 @@ mod tests {
             nhwc(Case::depthwise(&x, &[7, 7]).with(|c| c.stride = 2)),
             nhwc(Case::depthwise(&x, &[1, 1])),
             nhwc(Case::depthwise(&[2, 16, 8, 28, 28], &[3, 3, 3]).with(|c| c.stride = 2)),
+            // Eight filters a channel: as many as the NCHW entry points take.
+            nhwc(Case::depthwise(&x, &[5, 5]).with(|c| {
+                c.stride = 2;
+                c.w[0] = 8 * 64;
+            })),
         ] {
             assert!(via(&case), "{:?} stride {}", case.w, case.stride);
             assert!(case.plan().is_none(), "NHWC f64 directly: {:?}", case.w);
         }
+        // More filters a channel than the NCHW entry points take: cuDNN's.
+        let many = nhwc(Case::depthwise(&x, &[5, 5]).with(|c| c.w[0] = 65 * 64));
+        assert!(!via(&many), "65 filters a channel");
         // In f32 a channels-last 3x3 layer runs natively, not on copies.
         let f32_nhwc = Case::depthwise(&x, &[3, 3]).with(|c| c.format = Format::Nhwc);
         assert!(!via(&f32_nhwc));

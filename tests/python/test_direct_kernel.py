@@ -50,10 +50,10 @@ class Layer:
         under this process's ``CUDNN_RS_DIRECT``)."""
         mode = os.environ.get("CUDNN_RS_DIRECT", "")
         if self.channels_last and dtype == "float64":
-            # No channels-last f64 entry points: every layer the NCHW rule takes, with up
-            # to two filters a channel, runs on NCHW copies.
+            # No channels-last f64 entry points: every layer the NCHW rule takes (up to
+            # 64 filters a channel, as there) runs on NCHW copies.
             nchw = replace(self, channels_last=False)
-            return mode != "0" and self.multiplier <= 2 and nchw.takes_kernel(dtype)
+            return mode != "0" and nchw.takes_kernel(dtype)
         if self.channels_last and len(self.k) == 3:
             return False  # cuDNN's (f64: on NCHW copies, above)
         if self.channels_last:
