@@ -24,7 +24,8 @@
 #   bash scripts/gpu_final.sh closing # the grouped layers' first sights (trace; FIRST_LAYERS,
 #                                     # FIRST_BATCH, FIRST_MINUTES, FIRST_LIMIT), the broad
 #                                     # suite (both batches), with ZOO_ARGS the zoo
-#   bash scripts/gpu_final.sh train   # the training steps alone (TRAIN_MINUTES)
+#   bash scripts/gpu_final.sh train   # the training steps alone (TRAIN_MINUTES, TRAIN_LIMIT,
+#                                     # TRAIN_ARGS)
 #   bash scripts/gpu_final.sh rust    # the Rust GPU tests (both cuDNN builds), memcheck
 #   bash scripts/gpu_final.sh pytest  # pytest on the GPU, the interop tests
 #   bash scripts/gpu_final.sh hostspy # host cost per call (bench/host_overhead.py), then
@@ -222,8 +223,9 @@ pytest)  # pytest on the GPU and the interop tests
   TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   ;;
-train)  # the training steps alone (TRAIN_MINUTES)
-  TAIL=40 run train 300 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3.8}" --steps 12 --warmup 2
+train)  # the training steps alone (TRAIN_MINUTES, TRAIN_LIMIT; TRAIN_ARGS: more arguments,
+        # e.g. "--models more --variants f32:nchw,f16:cl")
+  TAIL=40 run train "${TRAIN_LIMIT:-300}" python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-3.8}" --steps 12 --warmup 2 ${TRAIN_ARGS:-}
   ;;
 measure)  # the broad suite at both batches, then the training steps
   TAIL=10 run wheel_demo 60 bash -c wheel_check
