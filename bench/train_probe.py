@@ -14,9 +14,16 @@ cudnn_rs's default, looked at two ways.
 0. Steps: the median wall time of synchronised steps per dgrad backend (PyTorch's,
    cudnn_rs's explicit API as bench/train.py used it, conv_input_grad, conv_input_grad
    measured), the host time spent inside the dgrad calls, and garbage collections.
+3. First sights (`--first`, instead of 0-2): every problem the step meets, seen once
+   by the measured tier (conv_input_grad on a fresh `Handle(benchmark=True)`) and by
+   PyTorch's benchmark mode (its dgrad with `cudnn.benchmark` on, in a thread of its
+   own, whose plan cache is empty): the wall time of each first call, which side goes
+   first alternating by problem; the sums are what a training loop's first step pays
+   for its input gradients in each.
 
 Usage (GPU machine):
   python bench/train_probe.py [--variants resnet50:f16:nchw,...] [--profile] [--layers]
+  python bench/train_probe.py --first --variants efficientnet_b0:bf16:nchw
 """
 
 from __future__ import annotations
@@ -29,10 +36,11 @@ import sys
 import time
 
 import torch
-from broad import Timer
+from broad import Timer, off_thread, set_torch_flags
 from torch.profiler import ProfilerActivity, profile
 from train import (
     MODELS,
+    MORE_MODELS,
     ArrayDgrad,
     Dispatch,
     OursDgrad,
@@ -216,6 +224,86 @@ def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]
     return rows
 
 
+def record(case) -> Recorder:
+    """The dgrad problems one training step of `case` meets (run with PyTorch's)."""
+    rec = Recorder()
+    Dispatch.backend = rec
+    try:
+        train_step(case)
+        torch.cuda.synchronize()
+    finally:
+        Dispatch.backend = None
+    return rec
+
+
+def report_first_sights(rows: list[dict], top: int) -> None:
+    st = sum(r["torch_first_ms"] for r in rows)
+    so = sum(r["ours_first_ms"] for r in rows)
+    longer = sum(r["ours_first_ms"] > r["torch_first_ms"] for r in rows)
+    print(
+        f"first sights, {len(rows)} problems: PyTorch benchmark mode {st:.1f} ms, "
+        f"ours measured {so:.1f} ms; ours longer on {longer}; worst rel err "
+        f"{max(r['rel_err'] for r in rows):.1e}"
+    )
+    print("longest behind PyTorch's:")
+    rows = sorted(rows, key=lambda r: -(r["ours_first_ms"] - r["torch_first_ms"]))
+    for r in rows[:top]:
+        print(
+            f"  x{r['x']} w{r['w']} {r['spec']}: torch {r['torch_first_ms']:.2f}"
+            f" ours {r['ours_first_ms']:.2f} ms"
+        )
+
+
+def first_sights(rec: Recorder, timer: Timer, dev) -> list[dict]:
+    """Each recorded problem's first call: the measured tier on a handle of its own
+    (nothing cached) and PyTorch's benchmark mode in a new thread (PyTorch keeps its
+    plans per thread), the order alternating by problem."""
+    torch_be = TorchDgrad()
+    handle = cd.Handle(
+        device=torch.device(dev).index or 0,
+        stream=torch.cuda.current_stream(),
+        benchmark=True,
+    )
+    tf32 = torch.backends.cudnn.allow_tf32
+    rows = []
+    for i, ((gys, xs, ws, dt, spec, mf), count) in enumerate(rec.seen.items()):
+        gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
+        x = torch.empty(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
+        w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
+        args = (spec.stride, spec.padding, spec.dilation, spec.groups)
+
+        def ours(gy=gy, x=x, w=w, args=args):
+            return cd.conv_input_grad(x.shape, w, gy, *args, handle=handle)
+
+        def theirs(gy=gy, x=x, w=w, spec=spec, mf=mf):
+            set_torch_flags(tf32=tf32, benchmark=True)
+            try:
+                return timer.first_call_ms(lambda: torch_be.dgrad(gy, x, w, spec, mf))
+            finally:
+                set_torch_flags(tf32=tf32, benchmark=False)
+
+        if i % 2 == 0:
+            t_ours = timer.first_call_ms(ours)
+            t_torch = off_thread(theirs)
+        else:
+            t_torch = off_thread(theirs)
+            t_ours = timer.first_call_ms(ours)
+        ref = torch_be.dgrad(gy, x, w, spec, mf).float()
+        err = ((ours().float() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        rows.append(
+            {
+                "x": xs,
+                "w": ws,
+                "spec": (spec.stride, spec.padding, spec.dilation, spec.groups),
+                "count": count,
+                "torch_first_ms": t_torch,
+                "ours_first_ms": t_ours,
+                "rel_err": err,
+            }
+        )
+    return rows
+
+
 def spin(case, backend, seconds: float) -> int:
     """Steps of one backend for `seconds` (after warm-up), for py-spy to sample."""
     Dispatch.backend = backend
@@ -242,6 +330,12 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=8)
     ap.add_argument("--layers", action="store_true", help="time each dgrad alone")
     ap.add_argument("--profile", action="store_true", help="profile one step per mode")
+    ap.add_argument(
+        "--first",
+        action="store_true",
+        help="only the first sights of each problem: measured tier vs PyTorch's "
+        "benchmark mode",
+    )
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument(
         "--spin",
@@ -256,7 +350,7 @@ def main(argv=None) -> int:
         return 2
     gen = torch.Generator().manual_seed(5)
     timer = Timer("cuda", reps=10, trials=5, warmup=3)
-    models = {m.name: m for m in MODELS}
+    models = {m.name: m for m in MODELS + MORE_MODELS}
     bases: dict = {}
     for text in args.variants.split(","):
         name, v = parse_variant(text)
@@ -266,6 +360,9 @@ def main(argv=None) -> int:
         set_tf32(v.tf32)
         case = make_case(base, x32, labels, v)
         print(f"\n##### {text}", flush=True)
+        if args.first:
+            report_first_sights(first_sights(record(case), timer, "cuda"), args.top)
+            continue
         ours = OursDgrad(measured=False, cpu=False)
         backends = {
             "torch": TorchDgrad(),
@@ -308,14 +405,7 @@ def main(argv=None) -> int:
                 print(f"  {ct:6d} {ut:9.0f} -> {co:6d} {uo:9.0f}  {k}")
         if not args.layers:
             continue
-        rec = Recorder()
-        Dispatch.backend = rec
-        try:
-            train_step(case)
-            torch.cuda.synchronize()
-        finally:
-            Dispatch.backend = None
-        rows = layer_times(rec, ours, timer, "cuda")
+        rows = layer_times(record(case), ours, timer, "cuda")
         st = sum(r["torch_ms"] * r["count"] for r in rows)
         so = sum(r["ours_ms"] * r["count"] for r in rows)
         sm = sum(r["measured_ms"] * r["count"] for r in rows)

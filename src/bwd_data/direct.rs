@@ -1421,7 +1421,7 @@ mod tests {
             nhwc(Case::depthwise(&x, &[7, 7]).with(|c| c.stride = 2)),
             nhwc(Case::depthwise(&x, &[1, 1])),
             nhwc(Case::depthwise(&[2, 16, 8, 28, 28], &[3, 3, 3]).with(|c| c.stride = 2)),
-            // Eight filters a channel: as many as the NCHW entry points take.
+            // Eight filters a channel (the NCHW entry points take up to 64).
             nhwc(Case::depthwise(&x, &[5, 5]).with(|c| {
                 c.stride = 2;
                 c.w[0] = 8 * 64;

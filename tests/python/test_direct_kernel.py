@@ -217,7 +217,8 @@ LAYERS = {
     ),
     "5x3x3_s1x2x2": Layer((2, 4, 8, 12, 11), (5, 3, 3), (2, 1, 1), stride=(1, 2, 2)),
     "3x5x5_s2x1x1": Layer((1, 8, 9, 10, 12), (3, 5, 5), (1, 2, 2), stride=(2, 1, 1)),
-    # Many filters a channel (NCHW up to 64; channels last up to two, else cuDNN).
+    # Many filters a channel (NCHW up to 64; channels last up to two, else cuDNN; f64
+    # channels last up to 64, on NCHW copies).
     "3x3_m5": Layer((2, 6, 11, 13), (3, 3), 1, multiplier=5),
     "5x5_s2_m24": Layer((1, 4, 14, 14), (5, 5), 2, multiplier=24, stride=(2, 2)),
     "3x3x3_m3_conv_mode": Layer(
@@ -225,6 +226,9 @@ LAYERS = {
     ),
     "3x3_m65": Layer((1, 2, 6, 7), (3, 3), 1, multiplier=65),
     "9x9_cl_m3": Layer((2, 4, 12, 11), (9, 9), 4, multiplier=3, channels_last=True),
+    "5x5_s2_cl_m8": Layer(
+        (2, 4, 16, 14), (5, 5), 2, multiplier=8, stride=(2, 2), channels_last=True
+    ),
     # Other 2-d filters: the filter's height taken at run time.
     "1x7": Layer((2, 8, 9, 13), (1, 7), (0, 3)),
     "7x1_conv_mode": Layer((1, 8, 12, 10), (7, 1), (3, 0), convolution=True),
