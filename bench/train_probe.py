@@ -1,6 +1,6 @@
 """Where a training step's time goes (issue 14, part 5): for a few model variants of
 bench/train.py, the same step through the Function with PyTorch's dgrad and with
-cudnn_rs's default, looked at two ways.
+cudnn_rs's default, looked at in these ways.
 
 1. Profile: one step per mode under torch.profiler. Step wall time, the GPU's kernel
    time (sum), the wall time the GPU sat idle, the host calls that wait on the GPU or
