@@ -36,7 +36,7 @@ import sys
 import time
 
 import torch
-from broad import Timer, off_thread, set_torch_flags
+from broad import Timer, off_thread, rel_err, set_torch_flags
 from torch.profiler import ProfilerActivity, profile
 from train import (
     MODELS,
@@ -177,22 +177,29 @@ def profile_step(case, backend) -> dict:
     }
 
 
+def operands(gys, xs, ws, dt, mf, dev) -> tuple[torch.Tensor, ...]:
+    """dy, x and w of a recorded problem, random, in its dtype and memory format (x
+    gives dx its shape and layout; the dgrad never reads its values)."""
+    return tuple(
+        torch.randn(shape, device=dev, dtype=dt).contiguous(memory_format=mf)
+        for shape in (gys, xs, ws)
+    )
+
+
 def layer_times(rec: Recorder, ours: OursDgrad, timer: Timer, dev) -> list[dict]:
     rows = []
     torch_be = TorchDgrad()
     array = ArrayDgrad(False)  # what bench/train.py's default mode runs
     measured = ArrayDgrad(True)  # and its measured mode
     for (gys, xs, ws, dt, spec, mf), count in rec.seen.items():
-        gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
-        x = torch.randn(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
-        w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
+        gy, x, w = operands(gys, xs, ws, dt, mf, dev)
         call = (gy, x, w, spec, mf)
         t_torch = timer.per_call_ms(lambda c=call: torch_be.dgrad(*c))
         t_ours = timer.per_call_ms(lambda c=call: array.dgrad(*c))
         t_meas = timer.per_call_ms(lambda c=call: measured.dgrad(*c))
         ref = torch_be.dgrad(gy, x, w, spec, mf).float()
         got = array.dgrad(gy, x, w, spec, mf).float()
-        err = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        err = rel_err(got, ref)
         engine = ""
         try:
             st = ours._state(x.device)
@@ -237,6 +244,7 @@ def record(case) -> Recorder:
 
 
 def report_first_sights(rows: list[dict], top: int) -> None:
+    """Sums of both sides' first sights, and the `top` problems ours lags most on."""
     st = sum(r["torch_first_ms"] for r in rows)
     so = sum(r["ours_first_ms"] for r in rows)
     longer = sum(r["ours_first_ms"] > r["torch_first_ms"] for r in rows)
@@ -267,9 +275,7 @@ def first_sights(rec: Recorder, timer: Timer, dev) -> list[dict]:
     tf32 = torch.backends.cudnn.allow_tf32
     rows = []
     for i, ((gys, xs, ws, dt, spec, mf), count) in enumerate(rec.seen.items()):
-        gy = torch.randn(gys, device=dev, dtype=dt).contiguous(memory_format=mf)
-        x = torch.empty(xs, device=dev, dtype=dt).contiguous(memory_format=mf)
-        w = torch.randn(ws, device=dev, dtype=dt).contiguous(memory_format=mf)
+        gy, x, w = operands(gys, xs, ws, dt, mf, dev)
         args = (spec.stride, spec.padding, spec.dilation, spec.groups)
 
         def ours(gy=gy, x=x, w=w, args=args):
@@ -289,7 +295,7 @@ def first_sights(rec: Recorder, timer: Timer, dev) -> list[dict]:
             t_torch = off_thread(theirs)
             t_ours = timer.first_call_ms(ours)
         ref = torch_be.dgrad(gy, x, w, spec, mf).float()
-        err = ((ours().float() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        err = rel_err(ours(), ref)
         rows.append(
             {
                 "x": xs,
