@@ -45,6 +45,13 @@ pub struct CudnnContext {
     pub(crate) directs: std::cell::RefCell<
         BoundedCache<ProblemKey, Option<std::rc::Rc<crate::bwd_data::direct::Direct>>>,
     >,
+    /// The problems the measured default runs with that kernel until the builder thread
+    /// has built cuDNN's engines for them (see `bwd_data::background`), and how many such
+    /// builds this context took in.
+    pub(crate) deferred: std::cell::RefCell<
+        std::collections::HashMap<ProblemKey, Arc<crate::bwd_data::background::Pending>>,
+    >,
+    pub(crate) adopted: std::cell::Cell<usize>,
     /// That kernel's entry points on this context's device, each loaded on first use.
     pub(crate) kernels: std::cell::RefCell<crate::bwd_data::direct::Kernels>,
     /// Repeated calls captured as CUDA graphs (see `replay`).
@@ -183,6 +190,8 @@ impl CudnnContext {
             heuristics: std::cell::RefCell::new(BoundedCache::default()),
             twins: std::cell::RefCell::new(BoundedCache::default()),
             directs: std::cell::RefCell::new(BoundedCache::default()),
+            deferred: std::cell::RefCell::default(),
+            adopted: std::cell::Cell::new(0),
             kernels: std::cell::RefCell::default(),
             graphs: std::cell::RefCell::new(GraphCache::new()),
             engines: std::cell::RefCell::new(EngineCache::default()),
@@ -279,6 +288,31 @@ impl CudnnContext {
             self.graphs.borrow_mut().clear();
             self.engines.borrow_mut().resolved.clear();
             self.directs.borrow_mut().clear();
+            self.deferred.borrow_mut().clear();
+        }
+    }
+
+    /// `(building, taken in)`: how many problems the measured default runs with the
+    /// depthwise kernel of our own while a builder thread builds cuDNN's run-time-compiled
+    /// engines for them (see [`Self::set_benchmark`]), and how many such builds later calls
+    /// took in (and then measured).
+    pub fn background_builds(&self) -> (usize, usize) {
+        (self.deferred.borrow().len(), self.adopted.get())
+    }
+
+    /// Waits until the builder thread is done with every problem of this context it was
+    /// handed, at most `timeout`; whether it is. What it built is taken in by each
+    /// problem's next call.
+    pub fn wait_background_builds(&self, timeout: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        loop {
+            if self.deferred.borrow().values().all(|p| p.is_done()) {
+                return true;
+            }
+            if started.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 

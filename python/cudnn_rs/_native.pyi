@@ -1068,6 +1068,16 @@ class Handle:
         run them with (as with ``CUDNN_RS_DIRECT=0``)."""
     def last_find_report(self) -> tuple[int, int]:
         """``(timed, left_out)`` of the last engine measurement on this handle."""
+    def background_builds(self) -> tuple[int, int]:
+        """``(building, taken_in)``: how many problems the measured default
+        (``benchmark=True``) runs with the depthwise kernel of our own while a background
+        thread builds cuDNN's run-time-compiled engines for them, and how many such
+        builds later calls took in (and then measured). ``(0, 0)`` on the CPU device."""
+    def wait_background_builds(self, timeout_ms: float = 10000.0) -> bool:
+        """Waits (without the GIL) until the background thread is done with every
+        problem of this handle it was handed, at most ``timeout_ms`` milliseconds;
+        whether it is. Each problem's next call then takes in what it built. Raises
+        ``ValueError`` for a negative or non-finite timeout."""
     def last_find_timing(self) -> dict[str, float]:
         """Where the last engine measurement's wall time went, in milliseconds:
         ``total``, ``heuristics`` (asking cuDNN what to time), ``builds`` (finalizing

@@ -268,6 +268,15 @@ impl DirectPlan {
         Self::plan(p, false)
     }
 
+    /// The kernel's plan for a problem the measured default runs with it until cuDNN's
+    /// engines for it are built ([`deferred`]).
+    pub(crate) fn interim(p: &RawProblem<'_>) -> Option<Self> {
+        if !deferred(p) {
+            return None;
+        }
+        Self::plan(p, false)
+    }
+
     /// For a plan loading several channels at a time (see [`DirectPlan::align`]): the
     /// plan for the same problem loading one, which runs on operands of any alignment.
     pub(crate) fn one_channel(p: &RawProblem<'_>) -> Option<Self> {
@@ -579,20 +588,8 @@ pub(crate) fn runs(p: &RawProblem<'_>) -> bool {
 /// for the measurements), and so do channels-last layers under [`NHWC_ELEMENTS`]
 /// ([`NHWC_7X7_ELEMENTS`] for 7x7).
 fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
-    let conv = p.conv.params();
-    let multiplier = filters_per_channel(p);
     let extent = &p.w.shape()[2.min(p.w.shape().len())..];
-    let cudnn_half = matches!(p.dx.dtype(), DType::F16 | DType::BF16)
-        && p.dx.format() == Format::Nchw
-        && Kind::of(p) == Some(Kind::Stride1)
-        && p.conv.spatial_dims() == 2
-        && fixed_filter(extent)
-        && conv.dilation.iter().all(|&d| d == 1)
-        && multiplier == 1
-        && p.dx.len() >= HALF_CUDNN_ELEMENTS;
     let as_pytorch = p.dx.dtype() == DType::F16 && matches!(extent, [3, 3] | [5, 5]);
-    let plane: usize = p.dx.shape().get(2..).map_or(0, |s| s.iter().product());
-    let kernel_7x7 = extent == [7, 7] && plane <= HALF_7X7_KERNEL_PLANE;
     // Channels last: float16 3x3 and 5x5 stay with cuDNN, whose Hopper engine for them
     // (`sm90_xmma_depthwise_convolution_dgrad_tiling_f16`, where its heuristics pick it)
     // took 0.6-0.87x the kernel's time.
@@ -604,7 +601,48 @@ fn preferred(p: &RawProblem<'_>, benchmark: bool) -> bool {
         NHWC_ELEMENTS
     };
     let nhwc_small = p.dx.format() == Format::Nhwc && p.dx.len() < least;
-    !(cudnn_half && (as_pytorch || (benchmark && !kernel_7x7))) && !nhwc_f16 && !nhwc_small
+    let cudnn = cudnn_half(p) && (as_pytorch || (benchmark && !kernel_7x7(p)));
+    !cudnn && !nhwc_f16 && !nhwc_small
+}
+
+/// The half-precision NCHW problems cuDNN's run-time-compiled depthwise engine runs in
+/// about 0.6x the kernel's time (see [`preferred`]): undilated square 2-d filters (3x3,
+/// 5x5, 7x7) at stride 1, one filter per channel, dx of at least [`HALF_CUDNN_ELEMENTS`]
+/// elements.
+fn cudnn_half(p: &RawProblem<'_>) -> bool {
+    let extent = &p.w.shape()[2.min(p.w.shape().len())..];
+    matches!(p.dx.dtype(), DType::F16 | DType::BF16)
+        && p.dx.format() == Format::Nchw
+        && Kind::of(p) == Some(Kind::Stride1)
+        && p.conv.spatial_dims() == 2
+        && fixed_filter(extent)
+        && p.conv.params().dilation.iter().all(|&d| d == 1)
+        && filters_per_channel(p) == 1
+        && p.dx.len() >= HALF_CUDNN_ELEMENTS
+}
+
+/// A 7x7 filter on a plane of at most [`HALF_7X7_KERNEL_PLANE`] elements, where cuDNN's
+/// engine is no faster than the kernel.
+fn kernel_7x7(p: &RawProblem<'_>) -> bool {
+    let extent = &p.w.shape()[2.min(p.w.shape().len())..];
+    let plane: usize = p.dx.shape().get(2..).map_or(0, |s| s.iter().product());
+    extent == [7, 7] && plane <= HALF_7X7_KERNEL_PLANE
+}
+
+/// Whether the measured default runs `p` with the kernel only until cuDNN's engines for it
+/// that compile at run time are built on the builder's thread (`bwd_data/background.rs`),
+/// and then measures cuDNN's engines as it does for any problem it leaves to cuDNN: the
+/// problems [`preferred`] leaves to cuDNN with benchmarking on for that engine, which the
+/// kernel runs ([`runs`]). Their first sight so costs the kernel's call, not the engine's
+/// compilation (0.28-0.57 s a shape on the H100, where PyTorch runs its own kernel with
+/// nothing to compile, 0.24-0.39 ms). Not with `CUDNN_RS_DIRECT` set.
+pub(crate) fn deferred(p: &RawProblem<'_>) -> bool {
+    mode() == Mode::Default && deferrable(p)
+}
+
+/// [`deferred`] but for `CUDNN_RS_DIRECT`.
+fn deferrable(p: &RawProblem<'_>) -> bool {
+    runs(p) && cudnn_half(p) && !kernel_7x7(p)
 }
 
 /// Whether a problem of `items` work items of [`TX`] outputs runs an `s1x8` entry point
@@ -775,6 +813,41 @@ mod tests {
                 dx: &dx,
                 conv: &conv,
             })
+        }
+    }
+
+    #[test]
+    fn the_measured_default_defers_the_layers_it_leaves_to_cudnns_compiled_engine() {
+        let large = |k: usize| Case::depthwise(&[32, 384, 14, 14], &[k, k]);
+        let bf16 = |c: Case| c.with(|c| c.dtype = DType::BF16);
+        let f16 = |c: Case| c.with(|c| c.dtype = DType::F16);
+        let deferred = |c: &Case| c.on(deferrable);
+        // Kernel in the untimed default, cuDNN in the measured one: deferred.
+        let c = bf16(large(3));
+        assert!(deferred(&c) && c.plan_in(false).is_some() && c.plan_in(true).is_none());
+        // cuDNN in both tiers (float16 3x3 and 5x5): deferred in the measured one.
+        let c = f16(Case::depthwise(&[16, 96, 28, 28], &[5, 5]));
+        assert!(deferred(&c) && c.plan_in(false).is_none() && c.plan_in(true).is_none());
+        // The kernel in both tiers: 7x7 on a plane of at most 400 elements.
+        let c = bf16(large(7));
+        assert!(!deferred(&c) && c.plan_in(true).is_some());
+        // Not cuDNN's compiled engine's: small, f32, channels last, strided, two filters
+        // a channel.
+        let others = [
+            bf16(Case::depthwise(&[2, 16, 9, 13], &[3, 3])),
+            large(3),
+            bf16(large(3)).with(|c| c.format = Format::Nhwc),
+            bf16(large(3)).with(|c| c.stride = 2),
+            bf16(large(3)).with(|c| c.w[0] = 768),
+        ];
+        for c in &others {
+            assert!(!deferred(c), "{:?} {:?} {:?}", c.dtype, c.format, c.x);
+        }
+        // Only what the measured default would leave to cuDNN and the kernel runs.
+        for c in others.iter().chain([&bf16(large(3)), &bf16(large(5))]) {
+            if deferred(c) {
+                assert!(c.on(runs) && c.plan_in(true).is_none());
+            }
         }
     }
 

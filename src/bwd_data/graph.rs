@@ -521,6 +521,19 @@ pub(crate) struct Plan {
     /// most [`PACKS`]): a training step calls a plan for several layers of one shape, each
     /// on the same addresses every step, so most calls find theirs.
     packs: std::cell::RefCell<Vec<(PackKey, Desc)>>,
+    /// The operation graph the plan was built from where that is not the graph it is
+    /// kept under (a plan built on the builder's thread, see `bwd_data/background.rs`):
+    /// kept alive with the plan.
+    _built_from: Option<std::rc::Rc<OpGraph>>,
+}
+
+/// A plan as built, before a context takes it ([`Plan::adopt`]): what the builder's
+/// thread hands to the caller's (`Send`, unlike [`Plan`]).
+pub(crate) struct BuiltPlan {
+    desc: Desc,
+    workspace: usize,
+    notes: Notes,
+    config: EngineConfig,
 }
 
 type PackKey = ([u64; 3], (u64, usize));
@@ -529,6 +542,20 @@ type PackKey = ([u64; 3], (u64, usize));
 const PACKS: usize = 8;
 
 impl Plan {
+    /// A plan built elsewhere, for an operation graph of the same problem, scalars and
+    /// alignment as the one it will be kept under; `graph`, the one it was built from, is
+    /// kept alive with it.
+    pub(crate) fn adopt(built: BuiltPlan, graph: std::rc::Rc<OpGraph>) -> Self {
+        Self {
+            desc: built.desc,
+            workspace: built.workspace,
+            notes: built.notes,
+            config: built.config,
+            packs: std::cell::RefCell::new(Vec::new()),
+            _built_from: Some(graph),
+        }
+    }
+
     /// The record users see for this plan.
     pub(crate) fn engine(&self) -> Engine {
         Engine::new(
@@ -551,6 +578,27 @@ pub(crate) fn build_plan(
     from: Option<&Desc>,
     accept: impl Fn(&Notes) -> bool,
 ) -> Result<Option<Plan>> {
+    Ok(
+        build_plan_parts(lib, handle, graph, config, from, accept)?.map(|b| Plan {
+            desc: b.desc,
+            workspace: b.workspace,
+            notes: b.notes,
+            config: b.config,
+            packs: std::cell::RefCell::new(Vec::new()),
+            _built_from: None,
+        }),
+    )
+}
+
+/// [`build_plan`], the plan not yet any context's (for the builder's thread).
+pub(crate) fn build_plan_parts(
+    lib: &'static CudnnLibrary,
+    handle: CudnnHandle,
+    graph: &OpGraph,
+    config: EngineConfig,
+    from: Option<&Desc>,
+    accept: impl Fn(&Notes) -> bool,
+) -> Result<Option<BuiltPlan>> {
     let what = || format!("building graph-API {config}");
     if let Some(cfg) = from {
         let engine = [Desc::new(lib, Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?];
@@ -600,7 +648,7 @@ fn plan_of(
     cfg: &Desc,
     config: EngineConfig,
     notes: Notes,
-) -> Result<Option<Plan>> {
+) -> Result<Option<BuiltPlan>> {
     let what = || format!("building graph-API {config}");
     let plan = Desc::new(lib, Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
     // SAFETY: one cudnnHandle_t.
@@ -616,12 +664,11 @@ fn plan_of(
     plan.finalize(what)?;
     let workspace =
         usize::try_from(plan.get_i64(Attr::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?).unwrap_or(0);
-    Ok(Some(Plan {
+    Ok(Some(BuiltPlan {
         desc: plan,
         workspace,
         notes,
         config,
-        packs: std::cell::RefCell::new(Vec::new()),
     }))
 }
 

@@ -63,13 +63,22 @@ impl CudnnContext {
     /// into a CUDA graph (a module load there could end the caller's capture): such a call
     /// goes to cuDNN, and the problem is decided again at its next call. `key` is `p`'s
     /// under `Route::Default`.
+    ///
+    /// With benchmarking on, a problem the measured default leaves to cuDNN's engines that
+    /// compile at run time ([`super::direct::deferred`]) runs with the kernel while the
+    /// builder thread builds them ([`super::background`]); its first call once they are
+    /// built (outside a capture) takes them in and goes to cuDNN, which measures it.
     pub(crate) fn direct(
         &self,
         key: &ProblemKey,
         p: &RawProblem<'_>,
     ) -> Option<std::rc::Rc<Direct>> {
         if let Some(d) = self.directs.borrow_mut().get(key) {
-            return d.clone();
+            let d = d.clone();
+            if d.is_some() && self.adopt_built(key, p) {
+                return None;
+            }
+            return d;
         }
         // An NHWC problem the kernel runs on NCHW copies: its plan is the copies'.
         let copies = via_nchw(p)
@@ -81,7 +90,12 @@ impl CudnnContext {
             self.directs.borrow_mut().insert(*key, None);
             None
         };
-        let Some(plan) = DirectPlan::of(&target, self.benchmark.get()) else {
+        let benchmark = self.benchmark.get();
+        let interim = (benchmark && super::background::enabled(self))
+            .then(|| DirectPlan::interim(&target))
+            .flatten();
+        let defer = interim.is_some();
+        let Some(plan) = interim.or_else(|| DirectPlan::of(&target, benchmark)) else {
             return refused();
         };
         // A plan loading several channels at a time has one loading one, for operands not
@@ -133,8 +147,49 @@ impl CudnnContext {
                 one_channel,
             })
         });
+        if defer && d.is_some() {
+            let math = p.conv.effective_math_type(p.dx.dtype());
+            // No builder thread: cuDNN measures the problem now, compiling as it goes.
+            let Some(pending) = super::background::submit(self, &target, math) else {
+                return refused();
+            };
+            self.deferred.borrow_mut().insert(*key, pending);
+        }
         self.directs.borrow_mut().insert(*key, d.clone());
         d
+    }
+
+    /// For a problem the kernel runs until the builder thread has built cuDNN's engines
+    /// for it: once it has (and the stream is not being captured, where measuring cannot
+    /// run), keeps what it built as the plans of this context's graph of the problem
+    /// (alpha 1, beta 0, 16-byte aligned: the graph the measurement and the common call
+    /// use), decides that the kernel no longer runs the problem, and says so. A build
+    /// that failed leaves the plans to be built by the measurement, as without the
+    /// builder.
+    fn adopt_built(&self, key: &ProblemKey, p: &RawProblem<'_>) -> bool {
+        let Some(pending) = self.deferred.borrow().get(key).cloned() else {
+            return false;
+        };
+        if !pending.is_done() || crate::replay::capturing(self.stream.cu_stream().cast()) {
+            return false;
+        }
+        self.deferred.borrow_mut().remove(key);
+        self.directs.borrow_mut().insert(*key, None);
+        if let Some(Ok(built)) = pending.take() {
+            // Without the graph the plans are dropped: the measurement builds its own.
+            if let Ok(ours) = self.engine_graph(p, 1.0, 0.0, 16) {
+                let theirs = std::rc::Rc::new(built.graph);
+                let mut engines = self.engines.borrow_mut();
+                for b in built.plans {
+                    let plan =
+                        std::rc::Rc::new(super::graph::Plan::adopt(b, std::rc::Rc::clone(&theirs)));
+                    let at = (std::rc::Rc::as_ptr(&ours) as usize, plan.config);
+                    engines.plans.insert(at, (std::rc::Rc::clone(&ours), plan));
+                }
+                self.adopted.set(self.adopted.get() + 1);
+            }
+        }
+        true
     }
 
     /// The entry point `name` of the kernel (loading its image first if need be).

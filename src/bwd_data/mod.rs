@@ -10,11 +10,14 @@
 //!   run through their NHWC twin by the default choice;
 //! - `direct.rs`, `kernel.rs`: depthwise NCHW problems (2-d at stride 1, 3-d) run by a
 //!   kernel of our own (`src/kernels/`) by the default choice;
+//! - `background.rs`: cuDNN's run-time-compiled engines built off the caller's thread
+//!   for the measured default (the kernel runs those problems meanwhile);
 //! - `typed.rs`: the original crate's generic, trait-bound API;
 //! - here: the run-time entry points every path shares (validation, workspace size,
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls, and the
 //!   default choice's calls resolved once per problem).
 
+pub(crate) mod background;
 pub(crate) mod direct;
 mod engine;
 pub mod graph;
@@ -186,16 +189,18 @@ impl CudnnContext {
                     }
                 }
                 if let Some(direct) = self.direct(&dkey, &p) {
-                    if let Some(key) = &key {
+                    // A problem the kernel runs only until cuDNN's engines for it are
+                    // built is looked up by each call (see `Self::direct`).
+                    if let Some(key) = key.filter(|k| !self.deferred.borrow().contains_key(k)) {
                         // Later calls of the problem find it in one lookup.
                         let resolved = graph::Resolved {
                             runs: graph::Runs::Direct(std::rc::Rc::clone(&direct)),
                             workspace: direct.workspace().unwrap_or(0),
                             align: 0,
-                            replay: *key,
+                            replay: key,
                         };
                         let resolved = std::rc::Rc::new(resolved);
-                        self.engines.borrow_mut().resolved.insert(*key, resolved);
+                        self.engines.borrow_mut().resolved.insert(key, resolved);
                     }
                     // SAFETY: forwarded from this function's contract.
                     return unsafe { self.execute_direct(alpha, &direct, &ptrs, beta) };

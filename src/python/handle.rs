@@ -285,6 +285,51 @@ impl PyHandle {
         }
     }
 
+    /// `(building, taken_in)`: how many problems the measured default
+    /// (`benchmark=True`) runs with the depthwise kernel of our own while a background
+    /// thread builds cuDNN's run-time-compiled engines for them, and how many such builds
+    /// later calls took in (and then measured). `(0, 0)` on the CPU device.
+    fn background_builds(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        match self.inner.device {
+            DeviceId::Cpu => Ok((0, 0)),
+            DeviceId::Cuda(_) => Ok(self.inner.gpu().py_err(py)?.ctx.background_builds()),
+        }
+    }
+
+    /// Waits (without the GIL) until the background thread is done with every problem
+    /// of this handle it was handed, at most `timeout_ms` milliseconds; whether it is.
+    /// Each problem's next call then takes in what it built.
+    #[pyo3(signature = (timeout_ms = 10000.0))]
+    fn wait_background_builds(&self, py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
+        if !(timeout_ms.is_finite() && timeout_ms >= 0.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "timeout_ms must be a finite number >= 0, got {timeout_ms}"
+            )));
+        }
+        if let DeviceId::Cpu = self.inner.device {
+            return Ok(true);
+        }
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout_ms / 1e3);
+        loop {
+            let zero = std::time::Duration::ZERO;
+            if self
+                .inner
+                .gpu()
+                .py_err(py)?
+                .ctx
+                .wait_background_builds(zero)
+            {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            py.detach(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+            py.check_signals()?;
+        }
+    }
+
     /// Where the last engine measurement's wall time went, in milliseconds: `total`,
     /// `heuristics` (asking what to time), `builds` (finalizing plans), `trials` (running
     /// them) and `refine` (timing the closest again). All zero before any measurement and

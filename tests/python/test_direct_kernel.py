@@ -499,15 +499,13 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
         # 7x7 on a 14x14 plane (over 2^20 elements of dx): the kernel, in both tiers.
         ((32, 384, 14, 14), 7, "float16", True),
         ((32, 384, 14, 14), 7, "bfloat16", True),
-        # 3x3 on the same plane in bfloat16: cuDNN's compiled engine, measured.
-        ((32, 384, 14, 14), 3, "bfloat16", False),
     ],
 )
 def test_the_measured_tier_on_large_half_precision_depthwise_layers(
     gpu: cd.Handle, x: tuple[int, ...], k: int, dtype: str, kernel: bool
 ) -> None:
-    # With benchmark on, large half-precision NCHW depthwise layers go to cuDNN's engine
-    # (timed), but for 7x7 ones of planes up to 400 elements, which the kernel runs.
+    # With benchmark on, large half-precision NCHW 7x7 depthwise layers of planes up to
+    # 400 elements stay with the kernel (the others: the next test).
     torch = pytest.importorskip("torch")
     layer = Layer(x, (k, k), k // 2)
     dt = getattr(torch, dtype)
@@ -531,6 +529,106 @@ def test_the_measured_tier_on_large_half_precision_depthwise_layers(
     expected = _reference(torch, layer, w, dy)
     err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
     assert err < TOL[dtype], f"{x} {k}x{k} {dtype}: relative error {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("x", "k", "dtype"),
+    [((32, 384, 14, 14), 3, "bfloat16"), ((16, 96, 28, 28), 5, "float16")],
+)
+def test_the_measured_tier_runs_the_kernel_until_cudnns_engines_are_built(
+    gpu: cd.Handle, x: tuple[int, ...], k: int, dtype: str
+) -> None:
+    # Large half-precision NCHW depthwise layers at stride 1 go to cuDNN's engines with
+    # benchmark on, whose fastest compiles at run time: the first calls run the kernel
+    # while a background thread builds them, and once built a call takes them in,
+    # measures and runs cuDNN. Every call's dx (poisoned first) is checked.
+    torch = pytest.importorskip("torch")
+    layer = Layer(x, (k, k), k // 2)
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(
+        zlib.crc32(f"{x} {k} {dtype} background".encode())
+    )
+    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
+    dx = torch.empty(layer.x, device="cuda", dtype=dt)
+    expected = _reference(torch, layer, w, dy)
+    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
+    ops = _imports(h, w, dy, dx)
+    conv, algo = _conv(layer), cd.DefaultAlgo()
+
+    def call() -> list[str]:
+        dx.fill_(float("nan"))
+        size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
+        ws = cd.Workspace(h, size) if size else None
+        ran = _kernels_run(
+            torch,
+            lambda: h.convolution_backward_data(
+                1.0, ops[0], ops[1], conv, algo, ws, 0.0, ops[2]
+            ),
+        )
+        err = ((dx.double() - expected).abs().max() / expected.abs().max()).item()
+        assert err < TOL[dtype], f"{x} {k}x{k} {dtype}: relative error {err}"
+        return ran
+
+    assert h.background_builds() == (0, 0)
+    first = call()
+    assert any(n.startswith("dw_dgrad") for n in first), first
+    assert h.background_builds() == (1, 0)
+    assert h.wait_background_builds(120_000.0)
+    later = call()
+    assert not any(n.startswith("dw_dgrad") for n in later), later
+    assert h.background_builds() == (0, 1)
+    # The one-call API on the same handle runs the measured choice too.
+    one = cd.conv_input_grad(layer.x, w, dy, 1, layer.pad, 1, layer.x[1], handle=h)
+    err = ((one.double() - expected).abs().max() / expected.abs().max()).item()
+    assert err < TOL[dtype], f"one-call API: relative error {err}"
+    with pytest.raises(ValueError, match="timeout_ms"):
+        h.wait_background_builds(-1.0)
+
+
+def test_background_builds_on_the_cpu_device(cpu: cd.Handle) -> None:
+    # The CPU device builds nothing in the background: nothing waits, nothing was taken
+    # in, and a timeout is still checked.
+    assert cpu.background_builds() == (0, 0)
+    assert cpu.wait_background_builds(0.0) is True
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout_ms"):
+            cpu.wait_background_builds(bad)
+
+
+@pytest.mark.gpu
+def test_without_the_background_build_the_first_call_measures_cudnn(
+    gpu: cd.Handle,
+) -> None:
+    # CUDNN_RS_BACKGROUND=0 (read once per process, so in a fresh one): the measured
+    # tier's first call of such a layer builds and measures cuDNN's engines itself.
+    pytest.importorskip("torch")
+    script = textwrap.dedent(
+        """
+        import torch, cudnn_rs as cd
+        from torch.profiler import ProfilerActivity, profile
+        x, k = (32, 384, 14, 14), 3
+        w = torch.randn(384, 1, k, k, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(x, device="cuda", dtype=torch.bfloat16)
+        h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            dx = cd.conv_input_grad(x, w, dy, 1, 1, 1, 384, handle=h)
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+        assert not any(n.startswith("dw_dgrad") for n in names), names
+        assert h.background_builds() == (0, 0), h.background_builds()
+        ref = torch.nn.grad.conv2d_input(x, w.double(), dy.double(), padding=1,
+                                         groups=384)
+        err = ((dx.double() - ref).abs().max() / ref.abs().max()).item()
+        assert err < 4e-2, err
+        """
+    )
+    env = {**os.environ, "CUDNN_RS_BACKGROUND": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.gpu

@@ -1,0 +1,247 @@
+//! Building cuDNN's run-time-compiled engines off the caller's thread, for the measured
+//! default's first sight of a problem.
+//!
+//! Some of cuDNN's engines are compiled when their plan is built (the behaviour note
+//! `RUNTIME_COMPILATION`): on the H100 its NCHW depthwise engine for half-precision data
+//! took 0.28-0.57 s a shape, all of it on the thread that built the plan. For the
+//! problems where the measured default would time that engine against the others and the
+//! depthwise kernel of our own runs them too ([`super::direct::deferred`]), a first sight
+//! instead runs the kernel and hands the problem to one builder thread per process, which
+//! builds those engines' plans on a cuDNN handle of its own. A later call of the problem
+//! that finds them built takes them into its context (a plan runs on whichever handle
+//! executes it: the handle a plan is built with lends it the device, the executing one
+//! the stream) and measures the problem as any other, now without compiling.
+//!
+//! The builder ignores other threads' CUDA-graph captures (its thread's capture mode is
+//! thread-local): what it does is never part of one, and in the default global mode a
+//! module load on any thread would invalidate a capture in progress.
+//!
+//! At process exit the builder stops: an exit handler, registered once cuDNN is loaded
+//! (so it runs before cuDNN's own), waits for the build in progress (at most
+//! [`EXIT_WAIT`]) and drops the rest, so that cuDNN is not torn down under it.
+//!
+//! `CUDNN_RS_BACKGROUND=0` in the environment turns this off (the plans are then built on
+//! the caller's thread at the first sight, as before); so does a cuDNN older than 9.8,
+//! whose plans were not verified to run on another handle.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::CudaContext;
+
+use super::graph::{self, BuiltPlan, OpGraph};
+use crate::context::CudnnContext;
+use crate::convolution::{ConvParams, RawConvolutionDescriptor};
+use crate::data_type::DType;
+use crate::error::{Error, Result};
+use crate::math_type::MathType;
+use crate::problem::RawProblem;
+use crate::tensor::{Format, RawDescriptor, Role};
+
+/// The oldest cuDNN whose plans this module builds on another handle.
+const OLDEST: (usize, usize) = (9, 8);
+
+/// How long the exit handler waits for the build in progress.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Held by the builder while it builds; set `true` by the exit handler, after which it
+/// builds nothing more.
+static WORK: Mutex<bool> = Mutex::new(false);
+
+/// The exit handler: see the module documentation.
+extern "C" fn stop_builder() {
+    let started = std::time::Instant::now();
+    loop {
+        match WORK.try_lock() {
+            Ok(mut stopped) => {
+                *stopped = true;
+                return;
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                *p.into_inner() = true;
+                return;
+            }
+            Err(std::sync::TryLockError::WouldBlock) if started.elapsed() < EXIT_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        }
+    }
+}
+
+/// One tensor of a problem, as plain data.
+type TensorSpec = (Role, DType, Format, Vec<usize>);
+
+/// A problem as plain data, for the builder to describe again on its thread.
+struct Spec {
+    /// w, dy, dx.
+    tensors: [TensorSpec; 3],
+    params: ConvParams,
+    comp: DType,
+    math_type: MathType,
+    /// The math type the calls resolve to: which engines may run.
+    math: MathType,
+}
+
+impl Spec {
+    fn of(p: &RawProblem<'_>, math: MathType) -> Self {
+        let t = |d: &RawDescriptor| (d.role(), d.dtype(), d.format(), d.shape().to_vec());
+        Self {
+            tensors: [t(p.w), t(p.dy), t(p.dx)],
+            params: p.conv.params().clone(),
+            comp: p.conv.comp(),
+            math_type: p.conv.math_type(),
+            math,
+        }
+    }
+}
+
+/// What the builder made of a problem: the operation graph (alpha 1, beta 0, 16-byte
+/// alignment) and the plans of the engines on its candidate list that compile at run time.
+pub(crate) struct Built {
+    pub(crate) graph: OpGraph,
+    pub(crate) plans: Vec<BuiltPlan>,
+}
+
+/// A problem handed to the builder: its result once built.
+#[derive(Default)]
+pub(crate) struct Pending {
+    result: Mutex<Option<Result<Built>>>,
+}
+
+impl Pending {
+    /// The builder's result, once it has one (taken: later calls see `None`).
+    pub(crate) fn take(&self) -> Option<Result<Built>> {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Whether the builder is done with the problem.
+    pub(crate) fn is_done(&self) -> bool {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+struct Job {
+    ctx: Arc<CudaContext>,
+    spec: Spec,
+    pending: Arc<Pending>,
+}
+
+/// Whether `ctx`'s measured default hands problems to the builder.
+pub(crate) fn enabled(ctx: &CudnnContext) -> bool {
+    static ENV: OnceLock<bool> = OnceLock::new();
+    let env = *ENV.get_or_init(|| std::env::var("CUDNN_RS_BACKGROUND").as_deref() != Ok("0"));
+    let (major, minor, _) = ctx.version();
+    env && (major, minor) >= OLDEST
+}
+
+/// Hands problem `p` (of `ctx`'s device, calls resolving to math type `math`) to the
+/// builder; `None` when no builder thread could be started.
+pub(crate) fn submit(
+    ctx: &CudnnContext,
+    p: &RawProblem<'_>,
+    math: MathType,
+) -> Option<Arc<Pending>> {
+    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        // SAFETY: registers a function of no arguments that touches only this module's
+        // statics; cuDNN is loaded by now (the caller's context has a handle), so the
+        // handler runs before cuDNN's own.
+        if unsafe { libc::atexit(stop_builder) } != 0 {
+            // Without the handler exit could tear cuDNN down under a build: no builder.
+            return None;
+        }
+        std::thread::Builder::new()
+            .name("cudnn_rs-builder".into())
+            .spawn(move || builder(&rx))
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let pending = Arc::new(Pending::default());
+    let job = Job {
+        ctx: Arc::clone(&ctx.ctx),
+        spec: Spec::of(p, math),
+        pending: Arc::clone(&pending),
+    };
+    queue
+        .as_ref()?
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send(job)
+        .ok()?;
+    Some(pending)
+}
+
+/// The builder thread: one cuDNN context per CUDA context it has served, kept for the
+/// process's life; each job's result stored for the caller's thread to take.
+fn builder(rx: &mpsc::Receiver<Job>) {
+    let mut mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    // SAFETY: exchanges this thread's capture mode (one enum written back).
+    let _ = unsafe { cudarc::driver::sys::cuThreadExchangeStreamCaptureMode(&raw mut mode) };
+    let mut contexts: Vec<CudnnContext> = Vec::new();
+    while let Ok(job) = rx.recv() {
+        let stopped = WORK.lock().unwrap_or_else(PoisonError::into_inner);
+        if *stopped {
+            // The process is exiting: its contexts are left to it.
+            std::mem::forget(contexts);
+            return;
+        }
+        let result = build(&mut contexts, &job);
+        drop(stopped);
+        *job.pending
+            .result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(result);
+    }
+}
+
+/// Builds a job's graph and the plans of its candidates that compile at run time.
+fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
+    let same = |c: &CudnnContext| c.ctx.cu_ctx() == job.ctx.cu_ctx();
+    if !contexts.iter().any(same) {
+        contexts.push(CudnnContext::with_stream(job.ctx.default_stream())?);
+    }
+    let cx = contexts
+        .iter()
+        .find(|c| same(c))
+        .ok_or_else(|| Error::InvalidArgument("the builder lost its context".into()))?;
+    cx.bind()?;
+    let s = &job.spec;
+    let [w, dy, dx] = [0, 1, 2].map(|i| {
+        let (role, dtype, format, shape) = &s.tensors[i];
+        RawDescriptor::new(*role, *dtype, *format, shape)
+    });
+    let (w, dy, dx) = (w?, dy?, dx?);
+    let conv = RawConvolutionDescriptor::new(s.params.clone(), s.comp, s.math_type)?;
+    let p = RawProblem {
+        w: &w,
+        dy: &dy,
+        dx: &dx,
+        conv: &conv,
+    };
+    let graph = graph::build_graph(cx.lib, cx.as_raw(), &p, 1.0, 0.0, 16)?;
+    let math = s.math;
+    let accept = move |n: &graph::Notes| n.runtime_compiled && n.fit_default(math, false);
+    let mut plans = Vec::new();
+    for c in graph::candidates(cx.lib, &graph, graph::Sources::Instant)? {
+        // An engine that refuses to build is left to the caller's measurement.
+        if let Ok(Some(plan)) = graph::build_plan_parts(
+            cx.lib,
+            cx.as_raw(),
+            &graph,
+            c.config,
+            c.desc.as_ref(),
+            accept,
+        ) {
+            plans.push(plan);
+        }
+    }
+    Ok(Built { graph, plans })
+}
