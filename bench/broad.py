@@ -693,6 +693,20 @@ class Ours:
             # Where the first sight's measurement spent its time (ms).
             for part, ms in self.hm.last_find_timing().items():
                 out[f"ours_find_{part}_ms"] = ms
+        # Layers the measured tier runs with our kernel until cuDNN's engines for them,
+        # compiled on a background thread, are built: wait, then time what it settles
+        # on (the next call takes the built plans in and measures them).
+        hm = self.hm
+        if (
+            hm is not None
+            and hasattr(hm, "background_builds")
+            and hm.background_builds()[0]
+        ):
+            t0 = time.perf_counter()
+            hm.wait_background_builds(120_000.0)
+            holder[0] = self._explicit(hm, w, dy, dxc, conv, DEFAULT_MARKER())
+            holder[0]()
+            out["ours_measured_settle_ms"] = (time.perf_counter() - t0) * 1e3
         return out | self._check_and_time("ours_measured", holder[0], dx, p, timer)
 
     def one_call(self, p: Problem, timer: Timer) -> dict:
