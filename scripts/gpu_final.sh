@@ -60,6 +60,9 @@
 #   bash scripts/gpu_final.sh f64     # the depthwise kernel's tests (DIRECT_K; with
 #                                     # DIRECT_ALL f64 also with CUDNN_RS_DIRECT=all),
 #                                     # random f64 layers (RANDOM_SEED, RANDOM_ROWS)
+#   bash scripts/gpu_final.sh background # the measured tier's background builds: the probe,
+#                                     # their tests, first sights and training steps
+#                                     # (PROBE_VARIANTS)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -148,6 +151,20 @@ f64)  # the depthwise kernel's f64 entry points: its tests (every dtype, then f6
   [ -n "${DIRECT_ALL:-}" ] && CUDNN_RS_DIRECT=all TAIL=4 run pytest_direct_all_f64 100 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "float64 and default_choice"
   abs_out=$(cd "$out" && pwd)
   TAIL=24 run random_f64 120 bash -c "cd bench && python3 random_layers.py --configs f64 --csv $abs_out/random_f64.csv --seed ${RANDOM_SEED:-21} --rows ${RANDOM_ROWS:-50} --max-minutes ${RANDOM_MINUTES:-1.5}"
+  ;;
+background)  # the measured tier's background builds: bench/rtc_probe.py (with and without
+            # them), their tests and the measured-tier tests of test_direct_kernel.py,
+            # the first sights and the training steps of PROBE_VARIANTS (efficientnet_b0
+            # in half precision NCHW by default)
+  variants=${PROBE_VARIANTS:-efficientnet_b0:bf16:nchw,efficientnet_b0:f16:nchw}
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  TAIL=30 run rtc_probe 150 python3 bench/rtc_probe.py
+  CUDNN_RS_BACKGROUND=0 TAIL=8 run rtc_probe_off 100 python3 bench/rtc_probe.py --ours-only
+  TAIL=8 run pytest_background 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "measured or background"
+  TAIL=30 run first_sights 150 python3 bench/train_probe.py --first --variants "$variants" --top 10
+  models=$(echo "$variants" | tr ',' '\n' | cut -d: -f1 | sort -u | paste -sd, -)
+  pairs=$(echo "$variants" | tr ',' '\n' | cut -d: -f2- | sort -u | paste -sd, -)
+  TAIL=30 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3 --steps 12 --warmup 2 --models "$models" --variants "$pairs"
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check

@@ -1361,3 +1361,81 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
     let (timed, _) = ctx.last_find_report();
     assert!(timed > 1, "the first call measured {timed} configurations");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn measured_default_runs_the_kernel_until_the_background_build_is_taken_in() {
+    // A bf16 NCHW depthwise 3x3 layer of 384 channels on 14x14 (over 2^20 elements of
+    // dx), which the measured default leaves to cuDNN's engines, the fastest of them
+    // compiled at run time: the first call runs the kernel of our own while a builder
+    // thread builds those engines; once built, a call takes them in and measures. Both
+    // calls' dx (poisoned first) against the reference on the same bf16 inputs.
+    let ctx = context();
+    ctx.set_benchmark(true);
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(43);
+    let c = 384;
+    let (w_shape, x_shape) = ([c, 1, 3, 3], [32, c, 14, 14]);
+    let count = |s: [usize; 4]| s.iter().product::<usize>();
+    let mut random = |s: [usize; 4]| -> Vec<bf16> {
+        (0..count(s))
+            .map(|_| bf16::from_f32(rng.random_range(-1.0..1.0)))
+            .collect()
+    };
+    let (w_h, dy_h) = (random(w_shape), random(x_shape));
+    let widen = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+    let geo = depthwise_geometry([w_shape, x_shape, x_shape], 1, 1, 1, c);
+    let mut want = vec![0.0f32; count(x_shape)];
+    naive_nchw(&geo, 1.0, &widen(&w_h), &widen(&dy_h), 0.0, &mut want);
+    let dims = |s: [usize; 4]| s.map(|v| v as i32);
+    let w = Filter::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
+    let dy = Tensor::new(upload(&stream, &dy_h), dims(x_shape), NCHW).unwrap();
+    let poison = vec![bf16::NAN; count(x_shape)];
+    let mut dx = Tensor::new(upload(&stream, &poison), dims(x_shape), NCHW).unwrap();
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        c as u32,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Default,
+    )
+    .unwrap();
+    let mut call = |what: &str| {
+        stream.memcpy_htod(&poison, dx.data_mut()).unwrap();
+        let size = ctx
+            .get_convolution_backward_data_workspace_size(
+                w.descriptor(),
+                dy.descriptor(),
+                dx.descriptor(),
+                &conv,
+                &DefaultAlgo,
+            )
+            .unwrap()
+            .unwrap_or(0);
+        let mut ws = (size > 0).then(|| stream.alloc_zeros::<u8>(size).unwrap());
+        ctx.convolution_backward_data(
+            1.0f32,
+            &w,
+            &dy,
+            &conv,
+            &DefaultAlgo,
+            ws.as_mut(),
+            0.0,
+            &mut dx,
+        )
+        .unwrap();
+        let got = widen(&stream.clone_dtoh(dx.data()).unwrap());
+        assert!(got.iter().all(|v| v.is_finite()), "{what}: NaN in dx");
+        let err = max_rel_err(&got, &want);
+        assert!(err < 2e-2, "{what}: relative error {err}");
+    };
+    assert_eq!(ctx.background_builds(), (0, 0));
+    call("first call");
+    assert_eq!(ctx.background_builds(), (1, 0));
+    assert!(ctx.wait_background_builds(std::time::Duration::from_secs(120)));
+    call("call after the build");
+    assert_eq!(ctx.background_builds(), (0, 1));
+    let (timed, _) = ctx.last_find_report();
+    assert!(timed > 0, "the call after the build measured nothing");
+}
