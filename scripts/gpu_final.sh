@@ -161,10 +161,14 @@ background)  # the measured tier's background builds: bench/rtc_probe.py (with a
   TAIL=30 run rtc_probe 150 python3 bench/rtc_probe.py
   CUDNN_RS_BACKGROUND=0 TAIL=8 run rtc_probe_off 100 python3 bench/rtc_probe.py --ours-only
   TAIL=8 run pytest_background 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "measured or background"
+  for lib in "$pip_cudnn/libcudnn.so.9" /usr/lib/x86_64-linux-gnu/libcudnn.so.9; do
+    [ -f "$lib" ] && [ -x .carry/bin/test_gpu_rows ] && CUDNN_RS_CUDNN_PATH=$lib TAIL=3 \
+      run "rust_background_$(basename "$(dirname "$(dirname "$lib")")")" 100 .carry/bin/test_gpu_rows --ignored background_build
+  done
   TAIL=30 run first_sights 150 python3 bench/train_probe.py --first --variants "$variants" --top 10
   models=$(echo "$variants" | tr ',' '\n' | cut -d: -f1 | sort -u | paste -sd, -)
   pairs=$(echo "$variants" | tr ',' '\n' | cut -d: -f2- | sort -u | paste -sd, -)
-  TAIL=30 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 3 --steps 12 --warmup 2 --models "$models" --variants "$pairs"
+  TAIL=30 run train 150 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-1.8}" --steps 12 --warmup 2 --models "$models" --variants "$pairs"
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
