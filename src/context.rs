@@ -49,7 +49,7 @@ pub struct CudnnContext {
     /// has built cuDNN's engines for them (see `bwd_data::background`), and how many such
     /// builds this context took in.
     pub(crate) deferred: std::cell::RefCell<
-        std::collections::HashMap<ProblemKey, Arc<crate::bwd_data::background::Pending>>,
+        std::collections::HashMap<ProblemKey, Arc<crate::bwd_data::graph::Pending>>,
     >,
     pub(crate) adopted: std::cell::Cell<usize>,
     /// That kernel's entry points on this context's device, each loaded on first use.

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::CudaContext;
 
-use super::graph::{self, BuiltPlan, OpGraph};
+use super::graph::{self, Built, Pending};
 use crate::context::CudnnContext;
 use crate::convolution::{ConvParams, RawConvolutionDescriptor};
 use crate::data_type::DType;
@@ -93,37 +93,6 @@ impl Spec {
             math_type: p.conv.math_type(),
             math,
         }
-    }
-}
-
-/// What the builder made of a problem: the operation graph (alpha 1, beta 0, 16-byte
-/// alignment) and the plans of the engines on its candidate list that compile at run time.
-pub(crate) struct Built {
-    pub(crate) graph: OpGraph,
-    pub(crate) plans: Vec<BuiltPlan>,
-}
-
-/// A problem handed to the builder: its result once built.
-#[derive(Default)]
-pub(crate) struct Pending {
-    result: Mutex<Option<Result<Built>>>,
-}
-
-impl Pending {
-    /// The builder's result, once it has one (taken: later calls see `None`).
-    pub(crate) fn take(&self) -> Option<Result<Built>> {
-        self.result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    /// Whether the builder is done with the problem.
-    pub(crate) fn is_done(&self) -> bool {
-        self.result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
     }
 }
 
@@ -195,10 +164,7 @@ fn builder(rx: &mpsc::Receiver<Job>) {
         }
         let result = build(&mut contexts, &job);
         drop(stopped);
-        *job.pending
-            .result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(result);
+        job.pending.fill(result);
     }
 }
 

@@ -672,6 +672,43 @@ fn plan_of(
     }))
 }
 
+/// What the builder thread (`bwd_data/background.rs`) made of a problem: the operation
+/// graph (alpha 1, beta 0, 16-byte alignment) and the plans of the engines on its
+/// candidate list that compile at run time.
+pub(crate) struct Built {
+    pub(crate) graph: OpGraph,
+    pub(crate) plans: Vec<BuiltPlan>,
+}
+
+/// A problem handed to the builder thread: its result once built.
+#[derive(Default)]
+pub(crate) struct Pending {
+    result: std::sync::Mutex<Option<Result<Built>>>,
+}
+
+impl Pending {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Result<Built>>> {
+        self.result
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Stores the builder's result.
+    pub(crate) fn fill(&self, result: Result<Built>) {
+        *self.slot() = Some(result);
+    }
+
+    /// The builder's result, once it has one (taken: later calls see `None`).
+    pub(crate) fn take(&self) -> Option<Result<Built>> {
+        self.slot().take()
+    }
+
+    /// Whether the builder is done with the problem.
+    pub(crate) fn is_done(&self) -> bool {
+        self.slot().is_some()
+    }
+}
+
 /// The variant pack for `ptrs`, built once per set of addresses.
 fn variant_pack(lib: &'static CudnnLibrary, ptrs: &RawPointers) -> Result<Desc> {
     let pack = Desc::new(lib, Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
