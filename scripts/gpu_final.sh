@@ -168,8 +168,10 @@ background)  # the measured tier's background builds: bench/rtc_probe.py (with a
   TAIL=30 run first_sights 150 python3 bench/train_probe.py --first --variants "$variants" --top 10
   models=$(echo "$variants" | tr ',' '\n' | cut -d: -f1 | sort -u | paste -sd, -)
   pairs=$(echo "$variants" | tr ',' '\n' | cut -d: -f2- | sort -u | paste -sd, -)
-  TAIL=30 run train 150 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-1.8}" --steps 12 --warmup 2 --models "$models" --variants "$pairs"
-  TAIL=6 run pytest_kernel_default "${PYTEST_LIMIT:-120}" python3 -m pytest tests/python/test_direct_kernel.py tests/python/test_default_choice.py -q -rs -x -p no:cacheprovider -k "not again_with_direct_all"
+  if [ "${BACKGROUND_LEAN:-0}" != 1 ]; then  # BACKGROUND_LEAN=1: up to the first sights
+    TAIL=30 run train 150 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes "${TRAIN_MINUTES:-1.8}" --steps 12 --warmup 2 --models "$models" --variants "$pairs"
+    TAIL=6 run pytest_kernel_default "${PYTEST_LIMIT:-120}" python3 -m pytest tests/python/test_direct_kernel.py tests/python/test_default_choice.py -q -rs -x -p no:cacheprovider -k "not again_with_direct_all"
+  fi
   ;;
 verify)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
