@@ -158,8 +158,10 @@ background)  # the measured tier's background builds: bench/rtc_probe.py (with a
             # in half precision NCHW by default)
   variants=${PROBE_VARIANTS:-efficientnet_b0:bf16:nchw,efficientnet_b0:f16:nchw}
   TAIL=10 run wheel_demo 60 bash -c wheel_check
-  TAIL=30 run rtc_probe 150 python3 bench/rtc_probe.py
-  CUDNN_RS_BACKGROUND=0 TAIL=8 run rtc_probe_off 100 python3 bench/rtc_probe.py --ours-only
+  if [ "${BACKGROUND_PROBE:-1}" = 1 ]; then  # BACKGROUND_PROBE=0: without the probe
+    TAIL=30 run rtc_probe 150 python3 bench/rtc_probe.py
+    CUDNN_RS_BACKGROUND=0 TAIL=8 run rtc_probe_off 100 python3 bench/rtc_probe.py --ours-only
+  fi
   TAIL=8 run pytest_background 150 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "measured or background"
   for lib in "$pip_cudnn/libcudnn.so.9" /usr/lib/x86_64-linux-gnu/libcudnn.so.9; do
     [ -f "$lib" ] && [ -x .carry/bin/test_gpu_rows ] && CUDNN_RS_CUDNN_PATH=$lib TAIL=3 \

@@ -73,8 +73,9 @@ impl CudnnContext {
         key: &ProblemKey,
         p: &RawProblem<'_>,
     ) -> Option<std::rc::Rc<Direct>> {
-        if let Some(d) = self.directs.borrow_mut().get(key) {
-            let d = d.clone();
+        // (Cloned out first: taking the built plans in decides the problem anew.)
+        let decided = self.directs.borrow_mut().get(key).cloned();
+        if let Some(d) = decided {
             if d.is_some() && self.adopt_built(key, p) {
                 return None;
             }
