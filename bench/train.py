@@ -428,8 +428,9 @@ class ArrayDgrad:
         )
 
     def settle(self) -> bool:
-        # conv_input_grad's own handles (one per device, stream and setting).
-        return settle_handles(list(cd._arrays._handles.values()))
+        # conv_input_grad's handles are the library's own: wait for the builder itself.
+        wait = getattr(cd, "wait_background_builds", None)
+        return bool(self.measured and wait is not None and wait(120_000.0))
 
     def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
         args = (spec.stride, spec.padding, spec.dilation, spec.groups)

@@ -83,6 +83,7 @@ from ._native import (  # noqa: E402
     i64,
     supported_configurations,
     u8,
+    wait_background_builds,
 )
 from ._typing import Rank, Rank4, Rank5, Spatial, Spatial2, Spatial3  # noqa: E402
 
@@ -157,4 +158,5 @@ __all__ = [
     "i64",
     "supported_configurations",
     "u8",
+    "wait_background_builds",
 ]

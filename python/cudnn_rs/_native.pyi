@@ -86,6 +86,7 @@ __all__ = [
     "i64",
     "supported_configurations",
     "u8",
+    "wait_background_builds",
 ]
 
 # ---------------------------------------------------------------- data types
@@ -3367,6 +3368,13 @@ def cuda_available() -> bool:
 
 def device_count() -> int:
     """Number of CUDA devices (0 without a driver). Never raises."""
+
+def wait_background_builds(timeout_ms: float = 10000.0) -> bool:
+    """Waits (without the GIL) until the background thread that builds cuDNN's
+    run-time-compiled engines for the measured tier has built every layer handed to it
+    so far, by any handle (those of ``conv_input_grad(benchmark=True)`` included), at
+    most ``timeout_ms`` milliseconds; whether it has. Each layer's next call then takes
+    in what was built. Raises ``ValueError`` for a negative or non-finite timeout."""
 
 def _add_cudnn_search_dir(path: str | os.PathLike[str]) -> None:
     """Registers a directory to search for cuDNN (the package passes the pip

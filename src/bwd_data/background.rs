@@ -41,6 +41,25 @@ use crate::tensor::{Format, RawDescriptor, Role};
 /// The oldest cuDNN whose plans this module builds on another handle.
 const OLDEST: (usize, usize) = (9, 8);
 
+/// Problems handed to the builder and not yet built (every context's).
+static OUTSTANDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits until the builder thread has built every problem handed to it so far (by any
+/// context), at most `timeout`; whether it has. Each problem's next call then takes in
+/// what was built.
+pub fn wait_idle(timeout: std::time::Duration) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if OUTSTANDING.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return true;
+        }
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// How long the exit handler waits for the build in progress.
 const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -139,12 +158,17 @@ pub(crate) fn submit(
         spec: Spec::of(p, math),
         pending: Arc::clone(&pending),
     };
-    queue
-        .as_ref()?
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .send(job)
-        .ok()?;
+    OUTSTANDING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    let sent = queue.as_ref().is_some_and(|q| {
+        q.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(job)
+            .is_ok()
+    });
+    if !sent {
+        OUTSTANDING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        return None;
+    }
     Some(pending)
 }
 
@@ -165,6 +189,7 @@ fn builder(rx: &mpsc::Receiver<Job>) {
         let result = build(&mut contexts, &job);
         drop(stopped);
         job.pending.fill(result);
+        OUTSTANDING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

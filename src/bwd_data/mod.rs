@@ -17,7 +17,7 @@
 //!   routing to the legacy or graph API, CUDA-graph replay of repeated calls, and the
 //!   default choice's calls resolved once per problem).
 
-pub(crate) mod background;
+pub mod background;
 pub(crate) mod direct;
 mod engine;
 pub mod graph;

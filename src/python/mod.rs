@@ -32,6 +32,23 @@ fn cuda_available(py: Python<'_>) -> bool {
     device_count(py) > 0
 }
 
+/// Waits (without the GIL) until the background thread that builds cuDNN's
+/// run-time-compiled engines for the measured tier has built every layer handed to it so
+/// far, by any handle (those of `conv_input_grad(benchmark=True)` included), at most
+/// `timeout_ms` milliseconds; whether it has. Each layer's next call then takes in what
+/// was built.
+#[pyfunction]
+#[pyo3(signature = (timeout_ms = 10000.0))]
+fn wait_background_builds(py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
+    if !(timeout_ms.is_finite() && timeout_ms >= 0.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "timeout_ms must be a finite number >= 0, got {timeout_ms}"
+        )));
+    }
+    let timeout = std::time::Duration::from_secs_f64(timeout_ms / 1e3);
+    Ok(py.detach(|| crate::bwd_data::background::wait_idle(timeout)))
+}
+
 /// Number of CUDA devices (0 without a driver). Never raises.
 #[pyfunction]
 fn device_count(py: Python<'_>) -> usize {
@@ -74,6 +91,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(one_call::convolution_backward_data, m)?)?;
     m.add_function(wrap_pyfunction!(one_call::supported_configurations, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
+    m.add_function(wrap_pyfunction!(wait_background_builds, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_add_cudnn_search_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_cudnn_origin, m)?)?;

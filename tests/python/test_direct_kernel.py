@@ -576,6 +576,7 @@ def test_the_measured_tier_runs_the_kernel_until_cudnns_engines_are_built(
     assert any(n.startswith("dw_dgrad") for n in first), first
     assert h.background_builds() == (1, 0)
     assert h.wait_background_builds(120_000.0)
+    assert cd.wait_background_builds(120_000.0)
     later = call()
     assert not any(n.startswith("dw_dgrad") for n in later), later
     assert h.background_builds() == (0, 1)
@@ -595,6 +596,11 @@ def test_background_builds_on_the_cpu_device(cpu: cd.Handle) -> None:
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="timeout_ms"):
             cpu.wait_background_builds(bad)
+        with pytest.raises(ValueError, match="timeout_ms"):
+            cd.wait_background_builds(bad)
+    # Nothing was handed to the builder in this test process without a GPU.
+    if not cd.cuda_available():
+        assert cd.wait_background_builds(0.0) is True
 
 
 @pytest.mark.gpu
