@@ -3,18 +3,20 @@
 //!
 //! Some of cuDNN's engines are compiled when their plan is built (the behaviour note
 //! `RUNTIME_COMPILATION`): on the H100 its NCHW depthwise engine for half-precision data
-//! took 0.28-0.57 s a shape, all of it on the thread that built the plan. For the
+//! took 0.17-0.74 s a shape (`bench/rtc_probe.py`), all of it on the thread that built the
+//! plan, and cuDNN keeps nothing of it for another handle or plan. For the
 //! problems where the measured default would time that engine against the others and the
 //! depthwise kernel of our own runs them too ([`super::direct::deferred`]), a first sight
 //! instead runs the kernel and hands the problem to one builder thread per process, which
 //! builds those engines' plans on a cuDNN handle of its own. A later call of the problem
 //! that finds them built takes them into its context (a plan runs on whichever handle
-//! executes it: the handle a plan is built with lends it the device, the executing one
-//! the stream) and measures the problem as any other, now without compiling.
+//! executes it, on that handle's stream: on cuDNN 9.19 a plan built on another handle in
+//! another thread ran on the caller's stream, behind work queued there before it) and
+//! measures the problem as any other, now without compiling.
 //!
 //! The builder ignores other threads' CUDA-graph captures (its thread's capture mode is
-//! thread-local): what it does is never part of one, and in the default global mode a
-//! module load on any thread would invalidate a capture in progress.
+//! thread-local): what it does is never part of one, and in the default global mode
+//! CUDA refuses a module load on any thread while another captures.
 //!
 //! At process exit the builder stops: an exit handler, registered once cuDNN is loaded
 //! (so it runs before cuDNN's own), waits for the build in progress (at most
@@ -22,7 +24,8 @@
 //!
 //! `CUDNN_RS_BACKGROUND=0` in the environment turns this off (the plans are then built on
 //! the caller's thread at the first sight, as before); so does a cuDNN older than 9.8,
-//! whose plans were not verified to run on another handle.
+//! the release from which cuDNN describes plans as built for a device rather than a
+//! handle (checked on 9.19 only).
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -205,10 +208,10 @@ fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
         .ok_or_else(|| Error::InvalidArgument("the builder lost its context".into()))?;
     cx.bind()?;
     let s = &job.spec;
-    let [w, dy, dx] = [0, 1, 2].map(|i| {
-        let (role, dtype, format, shape) = &s.tensors[i];
-        RawDescriptor::new(*role, *dtype, *format, shape)
-    });
+    let [w, dy, dx] = s
+        .tensors
+        .each_ref()
+        .map(|(role, dtype, format, shape)| RawDescriptor::new(*role, *dtype, *format, shape));
     let (w, dy, dx) = (w?, dy?, dx?);
     let conv = RawConvolutionDescriptor::new(s.params.clone(), s.comp, s.math_type)?;
     let p = RawProblem {

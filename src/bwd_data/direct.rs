@@ -634,8 +634,8 @@ fn kernel_7x7(p: &RawProblem<'_>) -> bool {
 /// and then measures cuDNN's engines as it does for any problem it leaves to cuDNN: the
 /// problems [`preferred`] leaves to cuDNN with benchmarking on for that engine, which the
 /// kernel runs ([`runs`]). Their first sight so costs the kernel's call, not the engine's
-/// compilation (0.28-0.57 s a shape on the H100, where PyTorch runs its own kernel with
-/// nothing to compile, 0.24-0.39 ms). Not with `CUDNN_RS_DIRECT` set.
+/// compilation (0.26-0.74 s a shape on the H100, `bench/rtc_probe.py`, where PyTorch runs
+/// its own kernel with nothing to compile, 0.24-0.39 ms). Not with `CUDNN_RS_DIRECT` set.
 pub(crate) fn deferred(p: &RawProblem<'_>) -> bool {
     mode() == Mode::Default && deferrable(p)
 }

@@ -546,13 +546,17 @@ impl Plan {
     /// alignment as the one it will be kept under; `graph`, the one it was built from, is
     /// kept alive with it.
     pub(crate) fn adopt(built: BuiltPlan, graph: std::rc::Rc<OpGraph>) -> Self {
+        Self::of(built, Some(graph))
+    }
+
+    fn of(built: BuiltPlan, built_from: Option<std::rc::Rc<OpGraph>>) -> Self {
         Self {
             desc: built.desc,
             workspace: built.workspace,
             notes: built.notes,
             config: built.config,
             packs: std::cell::RefCell::new(Vec::new()),
-            _built_from: Some(graph),
+            _built_from: built_from,
         }
     }
 
@@ -578,16 +582,7 @@ pub(crate) fn build_plan(
     from: Option<&Desc>,
     accept: impl Fn(&Notes) -> bool,
 ) -> Result<Option<Plan>> {
-    Ok(
-        build_plan_parts(lib, handle, graph, config, from, accept)?.map(|b| Plan {
-            desc: b.desc,
-            workspace: b.workspace,
-            notes: b.notes,
-            config: b.config,
-            packs: std::cell::RefCell::new(Vec::new()),
-            _built_from: None,
-        }),
-    )
+    Ok(build_plan_parts(lib, handle, graph, config, from, accept)?.map(|b| Plan::of(b, None)))
 }
 
 /// [`build_plan`], the plan not yet any context's (for the builder's thread).
