@@ -580,7 +580,7 @@ def test_the_measured_tier_runs_the_kernel_until_cudnns_engines_are_built(
     later = call()
     assert not any(n.startswith("dw_dgrad") for n in later), later
     assert h.background_builds() == (0, 1)
-    # The one-call API on the same handle runs the measured choice too.
+    # The one-call API on the same handle: the same result.
     one = cd.conv_input_grad(layer.x, w, dy, 1, layer.pad, 1, layer.x[1], handle=h)
     err = ((one.double() - expected).abs().max() / expected.abs().max()).item()
     assert err < TOL[dtype], f"one-call API: relative error {err}"
