@@ -226,7 +226,7 @@ fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
     let mut plans = Vec::new();
     for c in graph::candidates(cx.lib, &graph, graph::Sources::Instant)? {
         // An engine that refuses to build is left to the caller's measurement.
-        if let Ok(Some(plan)) = graph::build_plan_parts(
+        if let Ok(Some(plan)) = graph::build_plan(
             cx.lib,
             cx.as_raw(),
             &graph,

@@ -541,7 +541,7 @@ impl CudnnContext {
         else {
             return Ok(None);
         };
-        let plan = std::rc::Rc::new(plan);
+        let plan = std::rc::Rc::new(Plan::own(plan));
         self.engines
             .borrow_mut()
             .plans

@@ -527,8 +527,8 @@ pub(crate) struct Plan {
     _built_from: Option<std::rc::Rc<OpGraph>>,
 }
 
-/// A plan as built, before a context takes it ([`Plan::adopt`]): what the builder's
-/// thread hands to the caller's (`Send`, unlike [`Plan`]).
+/// A plan as built, before a context takes it ([`Plan::own`], [`Plan::adopt`]): what the
+/// builder's thread hands to the caller's (`Send`, unlike [`Plan`]).
 pub(crate) struct BuiltPlan {
     desc: Desc,
     workspace: usize,
@@ -547,6 +547,11 @@ impl Plan {
     /// kept alive with it.
     pub(crate) fn adopt(built: BuiltPlan, graph: std::rc::Rc<OpGraph>) -> Self {
         Self::of(built, Some(graph))
+    }
+
+    /// A plan built on the context's own handle for the graph it is kept under.
+    pub(crate) fn own(built: BuiltPlan) -> Self {
+        Self::of(built, None)
     }
 
     fn of(built: BuiltPlan, built_from: Option<std::rc::Rc<OpGraph>>) -> Self {
@@ -573,20 +578,9 @@ impl Plan {
 }
 
 /// Builds `config` for `graph`; `NOT_SUPPORTED` when the engine does not run it.
-/// `accept` sees the engine's notes before the plan is built; a refusal is `None`.
+/// `accept` sees the engine's notes before the plan is built; a refusal is `None`. The
+/// plan is no context's yet ([`Plan::own`], [`Plan::adopt`]).
 pub(crate) fn build_plan(
-    lib: &'static CudnnLibrary,
-    handle: CudnnHandle,
-    graph: &OpGraph,
-    config: EngineConfig,
-    from: Option<&Desc>,
-    accept: impl Fn(&Notes) -> bool,
-) -> Result<Option<Plan>> {
-    Ok(build_plan_parts(lib, handle, graph, config, from, accept)?.map(|b| Plan::of(b, None)))
-}
-
-/// [`build_plan`], the plan not yet any context's (for the builder's thread).
-pub(crate) fn build_plan_parts(
     lib: &'static CudnnLibrary,
     handle: CudnnHandle,
     graph: &OpGraph,
