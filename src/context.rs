@@ -304,16 +304,9 @@ impl CudnnContext {
     /// handed, at most `timeout`; whether it is. What it built is taken in by each
     /// problem's next call.
     pub fn wait_background_builds(&self, timeout: std::time::Duration) -> bool {
-        let started = std::time::Instant::now();
-        loop {
-            if self.deferred.borrow().values().all(|p| p.is_done()) {
-                return true;
-            }
-            if started.elapsed() >= timeout {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        crate::bwd_data::background::wait_until(timeout, || {
+            self.deferred.borrow().values().all(|p| p.is_done())
+        })
     }
 
     /// Whether [`crate::DefaultAlgo`] measures (see [`Self::set_benchmark`]).

@@ -51,9 +51,16 @@ static OUTSTANDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// context), at most `timeout`; whether it has. Each problem's next call then takes in
 /// what was built.
 pub fn wait_idle(timeout: std::time::Duration) -> bool {
+    wait_until(timeout, || {
+        OUTSTANDING.load(std::sync::atomic::Ordering::Acquire) == 0
+    })
+}
+
+/// Polls `done` every millisecond until it holds, at most `timeout`; whether it held.
+pub(crate) fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
     loop {
-        if OUTSTANDING.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        if done() {
             return true;
         }
         if started.elapsed() >= timeout {
@@ -101,19 +108,16 @@ struct Spec {
     params: ConvParams,
     comp: DType,
     math_type: MathType,
-    /// The math type the calls resolve to: which engines may run.
-    math: MathType,
 }
 
 impl Spec {
-    fn of(p: &RawProblem<'_>, math: MathType) -> Self {
+    fn of(p: &RawProblem<'_>) -> Self {
         let t = |d: &RawDescriptor| (d.role(), d.dtype(), d.format(), d.shape().to_vec());
         Self {
             tensors: [t(p.w), t(p.dy), t(p.dx)],
             params: p.conv.params().clone(),
             comp: p.conv.comp(),
             math_type: p.conv.math_type(),
-            math,
         }
     }
 }
@@ -132,13 +136,9 @@ pub(crate) fn enabled(ctx: &CudnnContext) -> bool {
     env && (major, minor) >= OLDEST
 }
 
-/// Hands problem `p` (of `ctx`'s device, calls resolving to math type `math`) to the
-/// builder; `None` when no builder thread could be started.
-pub(crate) fn submit(
-    ctx: &CudnnContext,
-    p: &RawProblem<'_>,
-    math: MathType,
-) -> Option<Arc<Pending>> {
+/// Hands problem `p` (of `ctx`'s device) to the builder; `None` when no builder thread
+/// could be started.
+pub(crate) fn submit(ctx: &CudnnContext, p: &RawProblem<'_>) -> Option<Arc<Pending>> {
     static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
     let queue = QUEUE.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
@@ -158,7 +158,7 @@ pub(crate) fn submit(
     let pending = Arc::new(Pending::default());
     let job = Job {
         ctx: Arc::clone(&ctx.ctx),
-        spec: Spec::of(p, math),
+        spec: Spec::of(p),
         pending: Arc::clone(&pending),
     };
     OUTSTANDING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -221,7 +221,8 @@ fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
         conv: &conv,
     };
     let graph = graph::build_graph(cx.lib, cx.as_raw(), &p, 1.0, 0.0, 16)?;
-    let math = s.math;
+    // The math type the default route's calls resolve to: which engines may run.
+    let math = conv.effective_math_type(dx.dtype());
     let accept = move |n: &graph::Notes| n.runtime_compiled && n.fit_default(math, false);
     let mut plans = Vec::new();
     for c in graph::candidates(cx.lib, &graph, graph::Sources::Instant)? {

@@ -149,9 +149,8 @@ impl CudnnContext {
             })
         });
         if defer && d.is_some() {
-            let math = p.conv.effective_math_type(p.dx.dtype());
             // No builder thread: cuDNN measures the problem now, compiling as it goes.
-            let Some(pending) = super::background::submit(self, &target, math) else {
+            let Some(pending) = super::background::submit(self, &target) else {
                 return refused();
             };
             self.deferred.borrow_mut().insert(*key, pending);
@@ -168,6 +167,11 @@ impl CudnnContext {
     /// that failed leaves the plans to be built by the measurement, as without the
     /// builder.
     fn adopt_built(&self, key: &ProblemKey, p: &RawProblem<'_>) -> bool {
+        // Every kernel call that is not a resolved one comes here: no hashing when nothing
+        // waits.
+        if self.deferred.borrow().is_empty() {
+            return false;
+        }
         let Some(pending) = self.deferred.borrow().get(key).cloned() else {
             return false;
         };
