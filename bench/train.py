@@ -288,15 +288,12 @@ class _HandleState:
     workspace_bytes: int = 0
 
 
-def settle_handles(handles) -> bool:
-    """Waits for the background builds of `handles` (cudnn_rs.Handle); whether any had
-    some (builds without them: none)."""
-    waited = False
-    for h in handles:
-        if getattr(h, "background_builds", None) and h.background_builds()[0]:
-            h.wait_background_builds(120_000.0)
-            waited = True
-    return waited
+def settle_builds(measured: bool) -> bool:
+    """For the measured tier: waits until the builder thread has built every layer handed
+    to it (every handle's, the ones conv_input_grad keeps in Rust included); whether it
+    waited (builds without the builder: never)."""
+    wait = getattr(cd, "wait_background_builds", None)
+    return bool(measured and wait is not None and wait(120_000.0))
 
 
 class OursDgrad:
@@ -305,7 +302,7 @@ class OursDgrad:
     one workspace per handle grown as needed; dx allocated by PyTorch."""
 
     def settle(self) -> bool:
-        return settle_handles(st.handle for st in self.handles.values())
+        return settle_builds(self.measured)
 
     def __init__(self, measured: bool, cpu: bool) -> None:
         self.measured = measured
@@ -428,9 +425,7 @@ class ArrayDgrad:
         )
 
     def settle(self) -> bool:
-        # conv_input_grad's handles are the library's own: wait for the builder itself.
-        wait = getattr(cd, "wait_background_builds", None)
-        return bool(self.measured and wait is not None and wait(120_000.0))
+        return settle_builds(self.measured)
 
     def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
         args = (spec.stride, spec.padding, spec.dilation, spec.groups)
