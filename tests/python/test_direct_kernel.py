@@ -492,6 +492,26 @@ def test_the_default_choice_runs_the_kernel_and_can_be_turned_off(
     assert err < 1e-5, f"kernel and cuDNN differ: {err}"
 
 
+def _square_depthwise(
+    torch: Any, layer: Layer, dtype: str, seed: str
+) -> tuple[Any, ...]:
+    """Random w and dy of `layer` in `dtype` on the GPU, seeded by `seed`'s text, and an
+    uninitialised dx."""
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(seed.encode()))
+    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
+    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
+    return w, dy, torch.empty(layer.x, device="cuda", dtype=dt)
+
+
+def _measured(
+    torch: Any, w: Any, dy: Any, dx: Any
+) -> tuple[cd.Handle, tuple[Any, ...]]:
+    """A new measured handle on PyTorch's stream, and w, dy, dx imported onto it."""
+    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
+    return h, _imports(h, w, dy, dx)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     ("x", "k", "dtype", "kernel"),
@@ -508,15 +528,9 @@ def test_the_measured_tier_on_large_half_precision_depthwise_layers(
     # 400 elements stay with the kernel (the others: the next test).
     torch = pytest.importorskip("torch")
     layer = Layer(x, (k, k), k // 2)
-    dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(
-        zlib.crc32(f"{x} {k} {dtype}".encode())
-    )
-    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
-    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
-    dx = torch.full(layer.x, float("nan"), device="cuda", dtype=dt)
-    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
-    ops = _imports(h, w, dy, dx)
+    w, dy, dx = _square_depthwise(torch, layer, dtype, f"{x} {k} {dtype}")
+    dx.fill_(float("nan"))
+    h, ops = _measured(torch, w, dy, dx)
     conv, algo = _conv(layer), cd.DefaultAlgo()
     size = h.get_convolution_backward_data_workspace_size(*ops, conv, algo)
     ws = cd.Workspace(h, size) if size else None
@@ -545,16 +559,9 @@ def test_the_measured_tier_runs_the_kernel_until_cudnns_engines_are_built(
     # measures and runs cuDNN. Every call's dx (poisoned first) is checked.
     torch = pytest.importorskip("torch")
     layer = Layer(x, (k, k), k // 2)
-    dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(
-        zlib.crc32(f"{x} {k} {dtype} background".encode())
-    )
-    w = torch.randn(layer.w, device="cuda", dtype=dt, generator=gen)
-    dy = torch.randn(layer.dy, device="cuda", dtype=dt, generator=gen)
-    dx = torch.empty(layer.x, device="cuda", dtype=dt)
+    w, dy, dx = _square_depthwise(torch, layer, dtype, f"{x} {k} {dtype} background")
     expected = _reference(torch, layer, w, dy)
-    h = cd.Handle(stream=torch.cuda.current_stream(), benchmark=True)
-    ops = _imports(h, w, dy, dx)
+    h, ops = _measured(torch, w, dy, dx)
     conv, algo = _conv(layer), cd.DefaultAlgo()
 
     def call() -> list[str]:
