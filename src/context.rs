@@ -304,7 +304,7 @@ impl CudnnContext {
     /// handed, at most `timeout`; whether it is. What it built is taken in by each
     /// problem's next call.
     pub fn wait_background_builds(&self, timeout: std::time::Duration) -> bool {
-        crate::bwd_data::background::wait_until(timeout, || {
+        crate::bwd_data::graph::wait_until(timeout, || {
             self.deferred.borrow().values().all(|p| p.is_done())
         })
     }

@@ -51,23 +51,9 @@ static OUTSTANDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// context), at most `timeout`; whether it has. Each problem's next call then takes in
 /// what was built.
 pub fn wait_idle(timeout: std::time::Duration) -> bool {
-    wait_until(timeout, || {
+    graph::wait_until(timeout, || {
         OUTSTANDING.load(std::sync::atomic::Ordering::Acquire) == 0
     })
-}
-
-/// Polls `done` every millisecond until it holds, at most `timeout`; whether it held.
-pub(crate) fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
-    let started = std::time::Instant::now();
-    loop {
-        if done() {
-            return true;
-        }
-        if started.elapsed() >= timeout {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
 }
 
 /// How long the exit handler waits for the build in progress.

@@ -698,6 +698,21 @@ impl Pending {
     }
 }
 
+/// Polls `done` every millisecond until it holds, at most `timeout`; whether it held (for
+/// waiting on [`Pending`] results).
+pub(crate) fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// The variant pack for `ptrs`, built once per set of addresses.
 fn variant_pack(lib: &'static CudnnLibrary, ptrs: &RawPointers) -> Result<Desc> {
     let pack = Desc::new(lib, Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
