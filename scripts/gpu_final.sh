@@ -63,6 +63,10 @@
 #   bash scripts/gpu_final.sh background # the measured tier's background builds: the probe,
 #                                     # their tests, first sights and training steps
 #                                     # (PROBE_VARIANTS)
+#   bash scripts/gpu_final.sh onecall # every GPU test in one call of under 10 minutes: the
+#                                     # Rust GPU tests (both cuDNN builds) and memcheck beside
+#                                     # pytest on the GPU, then interop and the background
+#                                     # builds' tests (for sessions whose machine starts fail)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -396,6 +400,18 @@ compare)  # this build against another in .carry/alt/ (a branch's wheel, its tes
   PYTHONPATH=/tmp/site_alt TAIL=40 run alt_dw_sweep 200 bash -c "cd bench && python3 dw_sweep.py ${DW_ARGS:-}"
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run alt_rust_gpu 150 .carry/alt/test_gpu_rows --ignored --test-threads 1
   PYTHONPATH=/tmp/site_alt TAIL=6 run alt_pytest 300 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "${ALT_K:-direct or default}"
+  ;;
+onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
+         # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc
+  TAIL=12 run wheel_demo 60 bash -c wheel_check
+  ( rust_gpu_both 120; memcheck_subset 150 ) >"$out/rust_chain.txt" 2>&1 &
+  rust_chain=$!
+  TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
+  wait "$rust_chain"
+  cat "$out/rust_chain.txt"
+  grep -q 'rc [1-9]' "$out/rust_chain.txt" && fail=1
+  TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  TAIL=6 run pytest_background 100 python3 -m pytest tests/python/test_direct_kernel.py -q -rs -p no:cacheprovider -k "measured or background"
   ;;
 esac
 exit $fail
