@@ -261,17 +261,13 @@ impl PyHandle {
 
     #[setter]
     fn set_benchmark_budget_ms(&self, py: Python<'_>, ms: f64) -> PyResult<()> {
-        if !(ms.is_finite() && ms > 0.0) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "benchmark_budget_ms must be a positive number, got {ms}"
-            )));
-        }
+        let budget = super::millis("benchmark_budget_ms", ms, true)?;
         if let DeviceId::Cuda(_) = self.inner.device {
             self.inner
                 .gpu()
                 .py_err(py)?
                 .ctx
-                .set_benchmark_budget(std::time::Duration::from_secs_f64(ms / 1e3));
+                .set_benchmark_budget(budget);
         }
         Ok(())
     }
@@ -301,16 +297,11 @@ impl PyHandle {
     /// Each problem's next call then takes in what it built.
     #[pyo3(signature = (timeout_ms = 10000.0))]
     fn wait_background_builds(&self, py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
-        if !(timeout_ms.is_finite() && timeout_ms >= 0.0) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "timeout_ms must be a finite number >= 0, got {timeout_ms}"
-            )));
-        }
+        let timeout = super::millis("timeout_ms", timeout_ms, false)?;
         if let DeviceId::Cpu = self.inner.device {
             return Ok(true);
         }
-        let deadline =
-            std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout_ms / 1e3);
+        let started = std::time::Instant::now();
         loop {
             let zero = std::time::Duration::ZERO;
             if self
@@ -322,7 +313,7 @@ impl PyHandle {
             {
                 return Ok(true);
             }
-            if std::time::Instant::now() >= deadline {
+            if started.elapsed() >= timeout {
                 return Ok(false);
             }
             py.detach(|| std::thread::sleep(std::time::Duration::from_millis(1)));
@@ -533,15 +524,7 @@ impl PyHandle {
             ));
         }
         let budget = budget_ms
-            .map(|ms| {
-                if ms.is_finite() && ms > 0.0 {
-                    Ok(std::time::Duration::from_secs_f64(ms / 1e3))
-                } else {
-                    Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "budget_ms must be a positive number of milliseconds or None, got {ms}"
-                    )))
-                }
-            })
+            .map(|ms| super::millis("budget_ms", ms, true))
             .transpose()?;
         let limit = limit.unwrap_or(usize::MAX);
         let ops = operands(w, dy, dx, conv.get())?;

@@ -40,13 +40,24 @@ fn cuda_available(py: Python<'_>) -> bool {
 #[pyfunction]
 #[pyo3(signature = (timeout_ms = 10000.0))]
 fn wait_background_builds(py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
-    if !(timeout_ms.is_finite() && timeout_ms >= 0.0) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "timeout_ms must be a finite number >= 0, got {timeout_ms}"
-        )));
-    }
-    let timeout = std::time::Duration::from_secs_f64(timeout_ms / 1e3);
+    let timeout = millis("timeout_ms", timeout_ms, false)?;
     Ok(py.detach(|| crate::bwd_data::background::wait_idle(timeout)))
+}
+
+/// Argument `name`, `ms` milliseconds, as a duration: a `ValueError` unless it is a number
+/// of 0 or more (more than 0 where `positive`) that a duration holds (not NaN, not
+/// infinite, not beyond about 5.8e14 years).
+pub(crate) fn millis(name: &str, ms: f64, positive: bool) -> PyResult<std::time::Duration> {
+    let sign_ok = if positive { ms > 0.0 } else { ms >= 0.0 };
+    sign_ok
+        .then(|| std::time::Duration::try_from_secs_f64(ms / 1e3).ok())
+        .flatten()
+        .ok_or_else(|| {
+            let least = if positive { "> 0" } else { ">= 0" };
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "{name} must be a finite number of milliseconds {least}, got {ms}"
+            ))
+        })
 }
 
 /// Number of CUDA devices (0 without a driver). Never raises.
