@@ -36,7 +36,7 @@ use super::graph::{self, Built, Pending};
 use crate::context::CudnnContext;
 use crate::convolution::{ConvParams, RawConvolutionDescriptor};
 use crate::data_type::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::math_type::MathType;
 use crate::problem::RawProblem;
 use crate::tensor::{Format, RawDescriptor, Role};
@@ -185,13 +185,12 @@ fn builder(rx: &mpsc::Receiver<Job>) {
 /// Builds a job's graph and the plans of its candidates that compile at run time.
 fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
     let same = |c: &CudnnContext| c.ctx.cu_ctx() == job.ctx.cu_ctx();
-    if !contexts.iter().any(same) {
+    let cx = if let Some(at) = contexts.iter().position(same) {
+        &contexts[at]
+    } else {
         contexts.push(CudnnContext::with_stream(job.ctx.default_stream())?);
-    }
-    let cx = contexts
-        .iter()
-        .find(|c| same(c))
-        .ok_or_else(|| Error::InvalidArgument("the builder lost its context".into()))?;
+        &contexts[contexts.len() - 1]
+    };
     cx.bind()?;
     let s = &job.spec;
     let [w, dy, dx] = s
