@@ -189,12 +189,16 @@ impl Calls {
 }
 
 /// A configuration timed in a find: its engine (with its time), notes and plan, and
-/// whether its trials replayed it (see [`Runner`]).
+/// whether its trials replayed it (see [`Runner`]), with the graph they replayed while it
+/// is still valid: captured on the find's workspace, it is dropped when a larger one
+/// replaces that, so that the refine stage ([`CudnnContext::refine`]) launches it
+/// without capturing the call again.
 struct Found {
     engine: Engine,
     notes: graph::Notes,
     plan: std::rc::Rc<Plan>,
     replay: bool,
+    graph: Option<crate::replay::OwnedExec>,
 }
 
 /// Whether a configuration whose warm-up call took `warm_ms` is worth a timed call, the
@@ -590,7 +594,7 @@ impl CudnnContext {
             if sources == graph::Sources::Exhaustive {
                 Box::new(graph::candidates(self.lib, graph, sources)?.into_iter())
             } else {
-                Box::new(graph::ranked(self.lib, graph, sources))
+                Box::new(graph::ranked(self.lib, graph, sources, graph::FIRST_READ))
             };
         // An engine the heuristic lists may still refuse to build: skipped.
         Ok(listed.filter_map(move |c| {
@@ -944,6 +948,10 @@ impl CudnnContext {
                 continue;
             }
             if workspace.as_ref().map_or(0, CudaSlice::len) < plan.workspace {
+                // The graphs kept so far hold the workspace's address.
+                for f in &mut found {
+                    f.graph = None;
+                }
                 workspace = None;
                 // A workspace the device cannot hold rules the engine out, not the find.
                 match alloc_bytes(&self.stream, plan.workspace) {
@@ -1016,6 +1024,12 @@ impl CudnnContext {
                 ));
             }
             fastest = fastest.min(best);
+            // Only plans close to the fastest reach the refine: the others' graphs go.
+            for f in &mut found {
+                if f.graph.is_some() && f.engine.time() > REFINE_SPREAD * fastest {
+                    f.graph = None;
+                }
+            }
             if ranked[i] && !ranked_timed.contains(&c.config.index()) {
                 ranked_timed.push(c.config.index());
                 if ranked_timed.len() == FALLBACK_MIN_RANKED {
@@ -1033,6 +1047,7 @@ impl CudnnContext {
                     notes,
                     plan,
                     replay,
+                    graph: captured,
                 });
             } else {
                 schedule.untimed(i);
@@ -1054,7 +1069,8 @@ impl CudnnContext {
                 workspace: ws.as_ref().map_or((0, 0), |(p, _)| *p),
             };
             // SAFETY: w, dy and dx as above; `refine` runs no plan needing more workspace
-            // than this one has.
+            // than this one has, and the graphs `found` keeps were captured on these
+            // addresses (those of an earlier, smaller workspace were dropped with it).
             unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
         }
         timing.refine = refining.elapsed();
@@ -1312,7 +1328,8 @@ impl CudnnContext {
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for every plan in `found` (a plan needing
-    /// more workspace than `ptrs` has is skipped).
+    /// more workspace than `ptrs` has is skipped), and the graphs `found` keeps captured
+    /// on them.
     unsafe fn refine(
         &self,
         found: &mut [Found],
@@ -1335,16 +1352,18 @@ impl CudnnContext {
             return Ok(());
         }
         let mut best = [f32::INFINITY; REFINE_TOP];
-        // The plans `refine_replays` names captured again on these addresses (the
-        // workspace may have grown since their trials).
+        // The plans `refine_replays` names replayed: the graph their trials replayed where
+        // it is still valid (captured on these addresses), else captured again on them.
         let mut captured = Vec::with_capacity(close);
-        for f in found.iter().take(close) {
+        for f in found.iter_mut().take(close) {
             let fits = f.plan.workspace <= ptrs.workspace.1;
-            let graph = if fits && refine_replays(fastest, f.replay) {
+            let graph = if !fits || !refine_replays(fastest, f.replay) {
+                None
+            } else if let Some(kept) = f.graph.take() {
+                Some(kept)
+            } else {
                 // SAFETY: the caller's contract; the workspace is large enough.
                 unsafe { self.capture_trial(&f.plan, ptrs, |_| true)? }
-            } else {
-                None
             };
             captured.push(graph);
         }
@@ -1355,7 +1374,8 @@ impl CudnnContext {
                 }
                 let runner = g.as_ref().map_or(Runner::Direct(&f.plan), Runner::Graph);
                 // SAFETY: the caller's contract; the workspace is large enough (above), and
-                // a graph was captured on these addresses just above.
+                // a graph was captured on these addresses (kept from the trials, per the
+                // contract, or just above).
                 if let Some(run) = unsafe { self.time_calls(&runner, ptrs, calls, events)? } {
                     *b = b.min(run.ms);
                 }
