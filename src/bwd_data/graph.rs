@@ -42,6 +42,12 @@ const UID_DY: i64 = 3;
 
 /// Heuristic results read per mode; cuDNN ranks a few dozen engines at most.
 const MAX_CANDIDATES: usize = 512;
+/// A walk that wants the first configuration that builds ([`ranked`] with `first`) asks a
+/// heuristic for this many of its configurations, and for the whole list only once those
+/// are used up: cuDNN materialises each configuration it hands out, and the whole of mode
+/// A's list (38-40 configurations of 1x1 layers on the H100) took 1.4-3.4 ms to read,
+/// where the first that builds is nearly always among the first few.
+pub(crate) const FIRST_READ: usize = 8;
 
 /// The operation graph of one problem with its scaling factors; it keeps the descriptors
 /// it was built from alive.
@@ -327,7 +333,7 @@ pub(crate) fn candidates(
     graph: &OpGraph,
     sources: Sources,
 ) -> Result<Vec<Candidate>> {
-    let mut out: Vec<Candidate> = ranked(lib, graph, sources).collect();
+    let mut out: Vec<Candidate> = ranked(lib, graph, sources, MAX_CANDIDATES).collect();
     if sources == Sources::Exhaustive {
         let engines = graph
             .graph
@@ -350,20 +356,25 @@ pub(crate) fn candidates(
 
 /// The configurations `sources`' heuristics rank (what [`candidates`] lists before the
 /// unranked engines), read one at a time: a heuristic is asked only once the ones before
-/// it are used up, and a configuration is read (engine, knobs; knobs that cannot be read
-/// leave the engine alone as its identity) only when it is reached. What a caller
-/// wanting the first one that builds needs, and no more: on the H200, mode A lists 26-40
-/// configurations for most layers, and reading them all took 1-2 ms of a first call.
+/// it are used up, for its first `first` configurations and then, once those are used
+/// up, for all of them (see [`FIRST_READ`]); a configuration is read (engine, knobs; knobs
+/// that cannot be read leave the engine alone as its identity) only when it is reached.
+/// What a caller wanting the first one that builds needs, and no more: on the H200, mode
+/// A lists 26-40 configurations for most layers, and reading them all took 1-2 ms of a
+/// first call.
 pub(crate) fn ranked<'a>(
     lib: &'static CudnnLibrary,
     graph: &'a OpGraph,
     sources: Sources,
+    first: usize,
 ) -> Ranked<'a> {
     Ranked {
         lib,
         graph,
         modes: modes(sources).iter(),
         mode: None,
+        first: first.clamp(1, MAX_CANDIDATES),
+        partly: false,
         pending: Vec::new().into_iter(),
         knobs: Vec::new(),
         seen: Vec::new(),
@@ -376,6 +387,10 @@ pub(crate) struct Ranked<'a> {
     graph: &'a OpGraph,
     modes: std::slice::Iter<'static, HeurMode>,
     mode: Option<HeurMode>,
+    /// How many configurations a heuristic is asked for first ...
+    first: usize,
+    /// ... and whether the current one lists more than it was asked for.
+    partly: bool,
     /// The current heuristic's configurations not read yet.
     pending: std::vec::IntoIter<Desc>,
     /// Knob-choice descriptors the configurations are read into (see [`read_config`]).
@@ -402,10 +417,19 @@ impl Iterator for Ranked<'_> {
                     from: Some(mode),
                 });
             }
-            let mode = *self.modes.next()?;
+            // The current heuristic's first configurations are used up: the rest of its
+            // list (asked for whole; those already seen are skipped), else the next one.
+            let (mode, most) = match self.mode {
+                Some(mode) if self.partly => (mode, MAX_CANDIDATES),
+                _ => (*self.modes.next()?, self.first),
+            };
             let asked = std::time::Instant::now();
             // A mode that cannot answer for this graph adds nothing; the others still do.
-            let listed = ask(self.lib, self.graph, mode);
+            let listed = ask(self.lib, self.graph, mode, most);
+            // (Asked for all of them, it is not asked again.)
+            self.partly =
+                most < MAX_CANDIDATES && listed.as_ref().is_ok_and(|(_, count)| *count > most);
+            let listed = listed.map(|(cfgs, _)| cfgs);
             if tracing() {
                 eprintln!(
                     "cudnn_rs find: heuristic {mode:?}: {} configurations in {:.3} ms",
@@ -416,6 +440,7 @@ impl Iterator for Ranked<'_> {
             if self.knobs.is_empty() {
                 // Without these the mode adds nothing.
                 let Ok(knobs) = knob_scratch(self.lib) else {
+                    self.partly = false;
                     continue;
                 };
                 self.knobs = knobs;
@@ -426,8 +451,14 @@ impl Iterator for Ranked<'_> {
     }
 }
 
-/// The finalized engine configurations heuristic `mode` ranks for `graph`, best first.
-fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Vec<Desc>> {
+/// The first `most` finalized engine configurations heuristic `mode` ranks for `graph`,
+/// best first, and how many it ranks.
+fn ask(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    mode: HeurMode,
+    most: usize,
+) -> Result<(Vec<Desc>, usize)> {
     let heur = Desc::new(lib, Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
     heur.set_descs(Attr::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph.graph])?;
     heur.set_enum(
@@ -438,9 +469,8 @@ fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Ve
     let asked = std::time::Instant::now();
     heur.finalize(|| format!("asking the graph-API heuristic ({mode:?})"))?;
     let finalized = asked.elapsed();
-    let count = heur
-        .count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?
-        .min(MAX_CANDIDATES);
+    let listed = heur.count_descs(Attr::CUDNN_ATTR_ENGINEHEUR_RESULTS)?;
+    let count = listed.min(most).min(MAX_CANDIDATES);
     let counted = asked.elapsed();
     let mut cfgs = (0..count)
         .map(|_| Desc::new(lib, Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))
@@ -460,7 +490,7 @@ fn ask(lib: &'static CudnnLibrary, graph: &OpGraph, mode: HeurMode) -> Result<Ve
             between(asked.elapsed(), made)
         );
     }
-    Ok(cfgs)
+    Ok((cfgs, listed))
 }
 
 /// Knob-choice descriptors to read a configuration's knobs into: one more than a
