@@ -67,6 +67,9 @@
 #                                     # Rust GPU tests (both cuDNN builds) and memcheck beside
 #                                     # pytest on the GPU, then interop and the background
 #                                     # builds' tests (for sessions whose machine starts fail)
+#   bash scripts/gpu_final.sh sights  # first calls with their traces: efficientnet_b0's first
+#                                     # sights (PROBE_VARIANTS), random layers (RANDOM_SEED) in
+#                                     # the default tier, then the same in the measured tier
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -400,6 +403,20 @@ compare)  # this build against another in .carry/alt/ (a branch's wheel, its tes
   PYTHONPATH=/tmp/site_alt TAIL=40 run alt_dw_sweep 200 bash -c "cd bench && python3 dw_sweep.py ${DW_ARGS:-}"
   CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run alt_rust_gpu 150 .carry/alt/test_gpu_rows --ignored --test-threads 1
   PYTHONPATH=/tmp/site_alt TAIL=6 run alt_pytest 300 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "${ALT_K:-direct or default}"
+  ;;
+sights)  # first calls, traced: efficientnet_b0's first sights in the measured tier
+        # (PROBE_VARIANTS), then layers drawn at random (RANDOM_SEED) in the default tier and
+        # the same layers in the measured tier; each trace in its own file
+  variants=${PROBE_VARIANTS:-efficientnet_b0:bf16:nchw,efficientnet_b0:f16:nchw}
+  abs_out=$(cd "$out" && pwd)
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  TAIL=30 run first_sights 150 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "python3 bench/train_probe.py --first --variants $variants --top 10 2>$abs_out/sights_trace.txt"
+  TAIL=24 run random_layers 200 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 random_layers.py --csv $abs_out/random_layers.csv --seed ${RANDOM_SEED:-41} --rows ${RANDOM_ROWS:-80} --max-minutes ${RANDOM_MINUTES:-2.5} 2>$abs_out/random_default_trace.txt"
+  TAIL=24 run random_measured 220 env CUDNN_RS_FIND_TRACE=1 bash -c \
+    "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --seed ${RANDOM_SEED:-41} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.8} 2>$abs_out/random_trace.txt"
+  gzip -f "$out"/*trace.txt
   ;;
 onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
          # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc
