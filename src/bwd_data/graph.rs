@@ -44,9 +44,13 @@ const UID_DY: i64 = 3;
 const MAX_CANDIDATES: usize = 512;
 /// A walk that wants the first configuration that builds ([`ranked`] with `first`) asks a
 /// heuristic for this many of its configurations, and for the whole list only once those
-/// are used up: cuDNN materialises each configuration it hands out, and the whole of mode
-/// A's list (38-40 configurations of 1x1 layers on the H100) took 1.4-3.4 ms to read,
-/// where the first that builds is nearly always among the first few.
+/// are used up: reading a heuristic's results takes time in proportion to how many are
+/// read. On the H100 (`bench/random_layers.py`, seed 41, 73 layers that asked), eight
+/// took 0.19-1.34 ms to read (median 0.34, 55 asks), the whole lists of 19-33 that
+/// followed where none of the eight served 0.45-1.06 ms, and efficientnet_b0's 1x1
+/// layers' lists of 38-40 took 1.4-3.4 ms. None of the eight served on 7 of the 73
+/// layers, all f32 without TF32 (mode A ranks tensor-core configurations first there):
+/// those read eight more than before.
 pub(crate) const FIRST_READ: usize = 8;
 
 /// The operation graph of one problem with its scaling factors; it keeps the descriptors
