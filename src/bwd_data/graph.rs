@@ -430,9 +430,9 @@ impl Iterator for Ranked<'_> {
             let asked = std::time::Instant::now();
             // A mode that cannot answer for this graph adds nothing; the others still do.
             let listed = ask(self.lib, self.graph, mode, most);
-            // (Asked for all of them, it is not asked again.)
-            self.partly =
-                most < MAX_CANDIDATES && listed.as_ref().is_ok_and(|(_, count)| *count > most);
+            self.partly = listed
+                .as_ref()
+                .is_ok_and(|(_, count)| read_in_part(most, *count));
             let listed = listed.map(|(cfgs, _)| cfgs);
             if tracing() {
                 eprintln!(
@@ -453,6 +453,13 @@ impl Iterator for Ranked<'_> {
             self.pending = listed.unwrap_or_default().into_iter();
         }
     }
+}
+
+/// Whether a heuristic asked for `most` of its configurations (see [`FIRST_READ`]) that
+/// lists `listed` is to be asked again for the rest; one asked for all it may hand out
+/// ([`MAX_CANDIDATES`]) never is, however many it lists.
+fn read_in_part(most: usize, listed: usize) -> bool {
+    most < MAX_CANDIDATES && listed > most
 }
 
 /// The first `most` finalized engine configurations heuristic `mode` ranks for `graph`,
@@ -894,6 +901,18 @@ pub(crate) type SettledKey = (usize, EngineConfig, Sources);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heuristic_read_in_part_is_asked_once_more_for_all() {
+        // Its first configurations did not cover the list: asked again, for all of them.
+        assert!(read_in_part(FIRST_READ, FIRST_READ + 1));
+        // They covered it: not asked again.
+        assert!(!read_in_part(FIRST_READ, FIRST_READ));
+        assert!(!read_in_part(FIRST_READ, 0));
+        // Asked for all it may hand out: never again, even where it lists more (else the
+        // walk would ask the same heuristic forever).
+        assert!(!read_in_part(MAX_CANDIDATES, MAX_CANDIDATES + 1));
+    }
 
     #[test]
     fn strides_follow_the_memory_format() {
