@@ -417,6 +417,9 @@ sights)  # first calls, traced: efficientnet_b0's first sights in the measured t
   TAIL=24 run random_measured 220 env CUDNN_RS_FIND_TRACE=1 bash -c \
     "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured.csv --seed ${RANDOM_SEED:-41} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.8} 2>$abs_out/random_trace.txt"
   gzip -f "$out"/*trace.txt
+  # The device tool returns a limited number of files (eight, by name, on 2026-12-07):
+  # the CSVs and traces go back as one archive whose name sorts first.
+  ( cd "$out" && tar -czf bundle_sights.tar.gz ./*trace.txt.gz ./*.csv && rm -f ./*trace.txt.gz ./*.csv )
   ;;
 onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
          # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc
