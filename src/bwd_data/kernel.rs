@@ -16,12 +16,25 @@ use crate::error::{CudnnError, Error, Result};
 use crate::problem::{ProblemKey, RawPointers, RawProblem};
 use crate::tensor::Format;
 
-/// The kernel's images, one per entry point (`scripts/gen_ptx.py` says why and writes
-/// them): PTX for compute_60 ...
-const PTX: &[u8] = include_bytes!("../kernels/depthwise_dgrad.compute_60.pack");
+/// The kernels' images, one per entry point (`scripts/gen_ptx.py` says why and writes
+/// them), per kernel file: PTX for compute_60 ...
+const PTX: [&[u8]; 2] = [
+    include_bytes!("../kernels/depthwise_dgrad.compute_60.pack"),
+    include_bytes!("../kernels/hold.compute_60.pack"),
+];
 /// ... and cubins for compute capabilities 8.x and 9.x.
-const SM_80: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_80.pack");
-const SM_90: &[u8] = include_bytes!("../kernels/depthwise_dgrad.sm_90.pack");
+const SM_80: [&[u8]; 2] = [
+    include_bytes!("../kernels/depthwise_dgrad.sm_80.pack"),
+    include_bytes!("../kernels/hold.sm_80.pack"),
+];
+const SM_90: [&[u8]; 2] = [
+    include_bytes!("../kernels/depthwise_dgrad.sm_90.pack"),
+    include_bytes!("../kernels/hold.sm_90.pack"),
+];
+/// The entry point of `hold.cu`: it waits on the GPU for the nanoseconds it is given.
+const HOLD: &str = "hold_ns";
+/// The longest wait [`CudnnContext::hold`] launches, in milliseconds.
+const MAX_HOLD_MS: f32 = 5.0;
 
 /// The records of `pack`, `(name, image)` in order (each record: the name's length and
 /// the image's as little-endian u32, the name, the image, zero bytes up to a multiple of
@@ -41,11 +54,13 @@ fn records(pack: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
-/// The image of entry point `name` in `pack`.
-fn image<'a>(pack: &'a [u8], name: &str) -> Option<&'a [u8]> {
-    records(pack)
-        .find(|(n, _)| *n == name.as_bytes())
-        .map(|(_, image)| image)
+/// The image of entry point `name` in one of `packs`.
+fn image<'a>(packs: &[&'a [u8]], name: &str) -> Option<&'a [u8]> {
+    packs.iter().find_map(|pack| {
+        records(pack)
+            .find(|(n, _)| *n == name.as_bytes())
+            .map(|(_, image)| image)
+    })
 }
 
 /// The modules loaded, by CUDA context (the `CUcontext`'s address) and entry point: the
@@ -227,22 +242,59 @@ impl CudnnContext {
             .attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
             .ok();
         let cubins = match major {
-            Some(8) => Some(SM_80),
-            Some(9) => Some(SM_90),
+            Some(8) => Some(&SM_80),
+            Some(9) => Some(&SM_90),
             _ => None,
         };
         let module = cubins
-            .and_then(|pack| image(pack, name))
+            .and_then(|packs| image(packs, name))
             .and_then(|cubin| {
                 let cubin = Ptx::from_binary(cubin.to_vec());
                 self.ctx.load_module(cubin).ok()
             })
             .or_else(|| {
-                let ptx = std::str::from_utf8(image(PTX, name)?).ok()?;
+                let ptx = std::str::from_utf8(image(&PTX, name)?).ok()?;
                 self.ctx.load_module(Ptx::from_src(ptx)).ok()
             })?;
         modules.push((key, name.to_owned(), Arc::downgrade(&module)));
         module.load_function(name).ok()
+    }
+
+    /// Whether [`Self::hold`] can hold this context's stream (its kernel loads; loading
+    /// it the first time costs 0.2-0.3 ms).
+    pub(crate) fn can_hold(&self) -> bool {
+        self.kernel(HOLD).is_some()
+    }
+
+    /// Makes the work issued next on the context's stream wait `ms` milliseconds on the
+    /// GPU (at most [`MAX_HOLD_MS`]): a kernel of one thread that only waits
+    /// (`hold.cu`). False, and nothing issued, where that kernel is not available.
+    pub(crate) fn hold(&self, ms: f32) -> Result<bool> {
+        let Some(function) = self.kernel(HOLD) else {
+            return Ok(false);
+        };
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
+        let mut ns = (f64::from(ms.clamp(0.0, MAX_HOLD_MS)) * 1e6) as u64;
+        let mut args: [*mut c_void; 1] = [(&raw mut ns).cast()];
+        self.bind()?;
+        // SAFETY: the entry point takes one unsigned 64-bit integer, and `args` points at
+        // one, alive across the call; the kernel touches no memory. The stream is this
+        // context's, whose CUDA context was just made current.
+        let launched = unsafe {
+            cudarc::driver::result::launch_kernel(
+                function.cu_function(),
+                (1, 1, 1),
+                (1, 1, 1),
+                0,
+                self.stream.cu_stream(),
+                &mut args,
+            )
+        };
+        launched.map_err(|e| match Error::from(e) {
+            Error::Cuda(msg) => Error::Cuda(format!("launching the wait before a timing: {msg}")),
+            other => other,
+        })?;
+        Ok(true)
     }
 
     /// Runs `p` with the kernel: `dx = alpha * dgrad + beta * dx`; on NCHW copies in the
@@ -445,16 +497,17 @@ mod tests {
 
     #[test]
     fn each_pack_holds_every_entry_point_once_in_its_own_image() {
-        let entries = source_entry_points();
-        for pack in [PTX, SM_80, SM_90] {
-            assert_eq!(names(pack), entries);
+        // The depthwise kernel's packs come first, then hold.cu's, of one entry point.
+        let entries = [source_entry_points(), vec![HOLD.to_owned()]];
+        for packs in [PTX, SM_80, SM_90] {
+            assert_eq!(packs.map(names), entries);
         }
-        for name in &entries {
+        for name in entries.iter().flatten() {
             for cubins in [SM_80, SM_90] {
-                let cubin = image(cubins, name).unwrap();
+                let cubin = image(&cubins, name).unwrap();
                 assert_eq!(&cubin[..4], b"\x7fELF", "{name}");
             }
-            let ptx = std::str::from_utf8(image(PTX, name).unwrap()).unwrap();
+            let ptx = std::str::from_utf8(image(&PTX, name).unwrap()).unwrap();
             // Its own entry point and no other.
             assert_eq!(ptx.matches(".entry ").count(), 1, "{name}");
             assert!(ptx.contains(&format!(".entry {name}(")), "{name}");
@@ -474,14 +527,18 @@ mod tests {
         };
         let mut pack = record("alpha", b"abc");
         pack.extend(record("beta_long_name", b"0123456789"));
-        assert_eq!(image(&pack, "alpha"), Some(&b"abc"[..]));
-        assert_eq!(image(&pack, "beta_long_name"), Some(&b"0123456789"[..]));
-        assert_eq!(image(&pack, "beta"), None);
-        assert_eq!(image(&pack, "alph"), None);
-        assert_eq!(image(&[], "alpha"), None);
+        assert_eq!(image(&[&pack], "alpha"), Some(&b"abc"[..]));
+        assert_eq!(image(&[&pack], "beta_long_name"), Some(&b"0123456789"[..]));
+        assert_eq!(image(&[&pack], "beta"), None);
+        assert_eq!(image(&[&pack], "alph"), None);
+        assert_eq!(image(&[&[]], "alpha"), None);
+        // A name only a later pack holds.
+        let other = record("gamma", b"xyz");
+        assert_eq!(image(&[&pack, &other], "gamma"), Some(&b"xyz"[..]));
+        assert_eq!(image(&[&pack, &other], "alpha"), Some(&b"abc"[..]));
         // Cut anywhere: no panic, and no image that runs past the end.
         for cut in 0..pack.len() {
-            let found = image(&pack[..cut], "beta_long_name");
+            let found = image(&[&pack[..cut]], "beta_long_name");
             assert!(
                 found.is_none() || found == Some(&b"0123456789"[..]),
                 "{cut}"
@@ -490,8 +547,8 @@ mod tests {
         // A length that runs past the end.
         let mut bad = record("alpha", b"abc");
         bad[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(image(&bad, "alpha"), None);
+        assert_eq!(image(&[&bad], "alpha"), None);
         bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(image(&bad, "alpha"), None);
+        assert_eq!(image(&[&bad], "alpha"), None);
     }
 }
