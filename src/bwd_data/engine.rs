@@ -151,6 +151,64 @@ const GENERIC_ENGINE: i64 = 0;
 /// directly and 0.227 ms replayed; in a run where only host-bound calls were replayed,
 /// the row picked a 0.49 ms engine).
 const HOST_BOUND: f32 = 0.5;
+/// In a held timing ([`holds`]), each configuration's first look after its warm-up:
+/// this many calls, each timed on its own (one where the warm-up lasted [`SCREEN_MS`]) ...
+const HELD_FIRST: usize = 2;
+/// ... and where the fastest of them is within [`TRIAL_SPREAD`] of the fastest so far
+/// (and shorter than [`SCREEN_MS`]), this many more; its time is the fastest call. A call
+/// timed held is the GPU's time alone, so a single one tells what a trial of several
+/// did: the trials of unheld calls needed five calls each to average out the host's
+/// launches (on short calls, 10-20 us of a 5-20 us call).
+const HELD_MORE: usize = 3;
+/// In a held timing, each round of the refine times every close plan's calls one by one:
+/// this many a plan where calls are shorter than [`SCREEN_MS`], else one.
+const REFINE_HELD_CALLS: usize = 2;
+/// The events a timing holds: a start and one after each run of calls (a held refine's
+/// round is the longest batch).
+const EVENTS: usize = 1 + REFINE_TOP * REFINE_HELD_CALLS;
+const _: () = assert!(HELD_FIRST < EVENTS && HELD_MORE < EVENTS);
+/// A hold lasts this many times the host's time to issue the calls it holds ...
+const HOLD_SLACK: f32 = 1.25;
+/// ... plus this many milliseconds (the events' records) ...
+const HOLD_PAD_MS: f32 = 0.005;
+/// ... the host's time taken as this many milliseconds a call where none was measured.
+const HOLD_UNKNOWN_MS: f32 = 0.02;
+
+/// Whether the measured tier holds the stream while it issues the calls it times
+/// (`CUDNN_RS_HOLD=0` turns it off): a kernel that only waits on the GPU
+/// ([`CudnnContext::hold`]) runs first, for about as long as the host takes to issue the
+/// calls and the events between them, so that they run back to back and each call's
+/// events time the GPU's work alone. Unheld, a short call's events also time the host's
+/// launch of it (a 5 us call timed alone came out at 10-20 us), which took trials of five
+/// calls, warm-ups issued directly and replayed, and captures into CUDA graphs to tell
+/// plans apart; held, a call of several kernels also runs them back to back, as a replay
+/// does. With holds off, the timing is as it was before them.
+fn holds() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUDNN_RS_HOLD").map_or(true, |v| v != "0"))
+}
+
+/// How long a hold waits for the host to issue `calls` calls that take it `host_ms`
+/// milliseconds each (where that was measured), in milliseconds.
+fn hold_ms(calls: usize, host_ms: f32) -> f32 {
+    let per_call = if host_ms.is_finite() && host_ms > 0.0 {
+        host_ms
+    } else {
+        HOLD_UNKNOWN_MS
+    };
+    #[allow(clippy::cast_precision_loss)] // a handful of calls
+    let calls = calls as f32;
+    HOLD_PAD_MS + HOLD_SLACK * calls * per_call
+}
+
+/// Whether a configuration timed held, its fastest call so far taking `best` ms and the
+/// fastest configuration so far `fastest`, gets [`HELD_MORE`] more calls: not where one
+/// call tells ([`SCREEN_MS`]: the refine times the close ones again), nor once it is
+/// [`TRIAL_SPREAD`] times the fastest (which also covers another knob setting's screen,
+/// [`SETTING_SPREAD`] being wider).
+fn held_look_again(best: f32, fastest: f32) -> bool {
+    best < SCREEN_MS && best <= TRIAL_SPREAD * fastest
+}
 
 /// How a trial runs a plan: directly, or one call of it captured into a CUDA graph and
 /// launched as one, as a repeated call runs (see [`crate::replay`]).
@@ -188,6 +246,13 @@ impl Calls {
     }
 }
 
+/// What [`CudnnContext::time_runs`] timed: each run that ran whole, and the host's time to
+/// issue the whole batch (its runs and events), in milliseconds.
+struct Timed {
+    runs: Vec<Calls>,
+    issue_ms: f32,
+}
+
 /// A configuration timed in a find: its engine (with its time), notes and plan, and
 /// whether its trials replayed it (see [`Runner`]), with the graph they replayed while it
 /// is still valid: captured on the find's workspace, it is dropped when a larger one
@@ -199,6 +264,9 @@ struct Found {
     plan: std::rc::Rc<Plan>,
     replay: bool,
     graph: Option<crate::replay::OwnedExec>,
+    /// The host's time to issue one call, in milliseconds, where the timing held the
+    /// stream (NaN elsewhere): it sizes the refine's holds.
+    issue_ms: f32,
 }
 
 /// Whether a configuration whose warm-up call took `warm_ms` is worth a timed call, the
@@ -750,14 +818,19 @@ impl CudnnContext {
     /// every other engine (those that fit the descriptor's math type, `deterministic_only`
     /// and `max_workspace`; at most `limit`, and no more than `budget` allows: see
     /// [`Self::last_find_report`] for what was left out), and times each on the given
-    /// inputs (one warm-up run, then one call, which stands as the time where it lasts
-    /// 0.1 ms, else the best of three trials of up to five calls, enough to last 1 ms; an
-    /// engine ten times slower than the fastest so far on its warm-up (2.5 times, once the
-    /// fastest call lasts 0.1 ms) is not run again, and one whose lone call is twice as
-    /// slow, or whose trial is 15% slower, gets no more trials; the up to three within 15%
-    /// of the fastest are then timed again in turns, in trials of at least 0.25 ms, or of
-    /// 0.1 ms and at least five calls where calls are shorter than 0.1 ms), writing into a
-    /// scratch `dx`. Fastest first.
+    /// inputs (one warm-up run; an engine ten times slower than the fastest so far on it,
+    /// 2.5 times once the fastest call lasts 0.1 ms, is not run again), writing into a
+    /// scratch `dx`. Fastest first. The calls are timed held (a kernel that only waits
+    /// holds the stream while the host issues them, so that each call's time is the GPU's
+    /// alone): two calls (one where the warm-up lasted 0.1 ms) and three
+    /// more where the faster is shorter than 0.1 ms and within 15% of the fastest so far;
+    /// the up to three within 15% of the fastest are then timed again in three rounds of
+    /// two calls each (one where calls last 0.1 ms). With `CUDNN_RS_HOLD=0`: one call,
+    /// which stands as the time where it lasts 0.1 ms, else the best of three trials of up
+    /// to five calls, enough to last 1 ms (one whose lone call is twice as slow as the
+    /// fastest, or whose trial is 15% slower, gets no more trials), and the close ones
+    /// again in trials of at least 0.25 ms, or of 0.1 ms and at least five calls where
+    /// calls are shorter than 0.1 ms.
     ///
     /// # Safety
     /// As [`Self::find_algorithms_raw`].
@@ -887,7 +960,15 @@ impl CudnnContext {
         let configs = graph::candidates(self.lib, &graph, sources)?;
         timing.heuristics = asked.elapsed();
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
+        let events = (0..EVENTS)
+            .map(|_| self.ctx.new_event(flags))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        // Held (see `holds`) unless the stream is being captured or the waiting kernel
+        // does not load.
+        let held =
+            holds() && !crate::replay::capturing(self.stream.cu_stream().cast()) && self.can_hold();
+        // In a held timing, the host's time to issue a call of the configuration timed last.
+        let mut issue = f32::NAN;
         let mut workspace: Option<CudaSlice<u8>> = None;
         let mut found: Vec<Found> = Vec::new();
         let mut fastest = f32::INFINITY;
@@ -980,13 +1061,25 @@ impl CudnnContext {
             timed += 1;
             // A capture counts with the trials it serves.
             let running = std::time::Instant::now();
-            // See `time_config`: what a plan's calls take (infinity when they fail), and
-            // the graph its trials replayed.
+            // See `time_held` and `time_config`: what a plan's calls take (infinity when
+            // they fail), and the graph its trials replayed or the host's time a call.
             let screen = schedule.is_other_setting(i);
-            // SAFETY: w and dy per the caller; dx and the workspace were allocated above
-            // with the sizes the graph and this plan need.
-            let (best, captured) =
-                unsafe { self.time_config(&plan, &ptrs, (&start, &end), fastest, screen)? };
+            let (best, captured, issue_ms) = if held {
+                // SAFETY: w and dy per the caller; dx and the workspace were allocated
+                // above with the sizes the graph and this plan need.
+                let timed = unsafe { self.time_held(&plan, &ptrs, &events, fastest, issue) };
+                let (best, this) = timed?;
+                // The next configuration's first hold: this one's calls, where it had some.
+                if this.is_finite() {
+                    issue = this;
+                }
+                (best, None, this)
+            } else {
+                // SAFETY: as above.
+                let timed = unsafe { self.time_config(&plan, &ptrs, &events, fastest, screen) };
+                let (best, captured) = timed?;
+                (best, captured, f32::NAN)
+            };
             let config_wall = running.elapsed();
             if screen {
                 let engine = c.config.index();
@@ -1016,7 +1109,9 @@ impl CudnnContext {
                     PREP.with(std::cell::Cell::get).as_secs_f64() * 1e3,
                     config_wall.as_secs_f64() * 1e3,
                     c.from,
-                    if captured.is_some() {
+                    if held {
+                        "held"
+                    } else if captured.is_some() {
                         "replayed"
                     } else {
                         "direct"
@@ -1048,6 +1143,7 @@ impl CudnnContext {
                     plan,
                     replay,
                     graph: captured,
+                    issue_ms,
                 });
             } else {
                 schedule.untimed(i);
@@ -1071,7 +1167,7 @@ impl CudnnContext {
             // SAFETY: w, dy and dx as above; `refine` runs no plan needing more workspace
             // than this one has, and the graphs `found` keeps were captured on these
             // addresses (those of an earlier, smaller workspace were dropped with it).
-            unsafe { self.refine(&mut found, &ptrs, (&start, &end))? };
+            unsafe { self.refine(&mut found, &ptrs, &events, held)? };
         }
         timing.refine = refining.elapsed();
         timing.total = started.elapsed();
@@ -1133,7 +1229,7 @@ impl CudnnContext {
         &self,
         plan: &Plan,
         ptrs: &RawPointers,
-        events: (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
         fastest: f32,
         screen: bool,
     ) -> Result<(f32, Option<crate::replay::OwnedExec>)> {
@@ -1189,7 +1285,7 @@ impl CudnnContext {
         &self,
         graph: &crate::replay::OwnedExec,
         ptrs: &RawPointers,
-        events: (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
         (fastest, screen): (f32, bool),
         cut: bool,
     ) -> Result<f32> {
@@ -1214,7 +1310,7 @@ impl CudnnContext {
         &self,
         plan: &Runner<'_>,
         ptrs: &RawPointers,
-        events: (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
         fastest: f32,
         screen: bool,
     ) -> Result<f32> {
@@ -1240,7 +1336,7 @@ impl CudnnContext {
         &self,
         plan: &Runner<'_>,
         ptrs: &RawPointers,
-        events: (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
         (fastest, screen): (f32, bool),
         first: f32,
     ) -> Result<f32> {
@@ -1271,51 +1367,188 @@ impl CudnnContext {
     /// host's time to issue them; `None` when a call fails.
     ///
     /// # Safety
-    /// The addresses in `ptrs` must be valid for the plan's problem and workspace, and
-    /// be those a captured call was captured with.
+    /// As [`Self::time_runs`].
     unsafe fn time_calls(
         &self,
         runner: &Runner<'_>,
         ptrs: &RawPointers,
         calls: usize,
-        (start, end): (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
     ) -> Result<Option<Calls>> {
-        start.record(&self.stream)?;
-        let mut code = 0;
-        let issuing = std::time::Instant::now();
-        for _ in 0..calls {
-            code = match runner {
-                // SAFETY: the caller's contract.
-                Runner::Direct(plan) => unsafe {
-                    graph::execute(self.lib, self.as_raw(), plan, ptrs)?
-                },
-                Runner::Graph(exec) => {
-                    let stream = self.stream.cu_stream().cast();
-                    // SAFETY: captured on these addresses (the caller's contract), in
-                    // this context; the stream is its own.
-                    let launched = unsafe { exec.launch(stream) };
-                    u32::from(!launched)
+        // SAFETY: the caller's contract.
+        let timed = unsafe { self.time_runs(&[(runner, calls)], ptrs, events, None)? };
+        Ok(timed.runs.first().copied())
+    }
+
+    /// Runs of calls issued one after the other, each timed by events: `runs[k]` is a plan
+    /// and how many of its calls to issue back to back; each run's time is the mean per
+    /// call (and the host's time to issue one). With `hold`, the stream waits that many
+    /// milliseconds on the GPU first ([`Self::hold`]) while the host issues the runs, so
+    /// that they run back to back. One wait for the last event. The runs before the first
+    /// whose call fails (all, where none does; at most one fewer than `events`), and the
+    /// host's time to issue them and their events.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for each plan's problem and workspace, and
+    /// be those a captured call was captured with.
+    unsafe fn time_runs(
+        &self,
+        runs: &[(&Runner<'_>, usize)],
+        ptrs: &RawPointers,
+        events: &[CudaEvent],
+        hold: Option<f32>,
+    ) -> Result<Timed> {
+        let runs = &runs[..runs.len().min(events.len().saturating_sub(1))];
+        let mut timed = Timed {
+            runs: Vec::with_capacity(runs.len()),
+            issue_ms: 0.0,
+        };
+        let Some(first) = events.first() else {
+            return Ok(timed);
+        };
+        if let Some(ms) = hold {
+            self.hold(ms)?;
+        }
+        let batch = std::time::Instant::now();
+        first.record(&self.stream)?;
+        let mut issued = Vec::with_capacity(runs.len());
+        let mut failed = false;
+        for (&(runner, calls), after) in runs.iter().zip(&events[1..]) {
+            let issuing = std::time::Instant::now();
+            for _ in 0..calls {
+                let code = match runner {
+                    // SAFETY: the caller's contract.
+                    Runner::Direct(plan) => unsafe {
+                        graph::execute(self.lib, self.as_raw(), plan, ptrs)?
+                    },
+                    Runner::Graph(exec) => {
+                        let stream = self.stream.cu_stream().cast();
+                        // SAFETY: captured on these addresses (the caller's contract), in
+                        // this context; the stream is its own.
+                        let launched = unsafe { exec.launch(stream) };
+                        u32::from(!launched)
+                    }
+                };
+                if code != 0 {
+                    failed = true;
+                    break;
                 }
-            };
-            if code != 0 {
+            }
+            if failed {
                 break;
             }
+            issued.push(issuing.elapsed());
+            after.record(&self.stream)?;
         }
-        let issued = issuing.elapsed();
-        end.record(&self.stream)?;
-        if code != 0 {
-            return Ok(None);
+        timed.issue_ms = (batch.elapsed().as_secs_f64() * 1e3) as f32;
+        // The event after the last run that ran whole.
+        if issued.is_empty() {
+            return Ok(timed);
         }
-        end.synchronize()?;
-        #[allow(clippy::cast_precision_loss)] // at most REFINE_MAX_CALLS calls
-        let (ms, host_ms) = (
-            start.elapsed_ms(end)? / calls as f32,
-            (issued.as_secs_f64() * 1e3 / calls as f64) as f32,
-        );
-        if tracing() {
-            RUNS.with(|r| r.borrow_mut().push((calls, ms, host_ms)));
+        events[issued.len()].synchronize()?;
+        for (k, (&(_, calls), issued)) in runs.iter().zip(&issued).enumerate() {
+            #[allow(clippy::cast_precision_loss)] // at most REFINE_MAX_CALLS calls
+            let (ms, host_ms) = (
+                events[k].elapsed_ms(&events[k + 1])? / calls as f32,
+                (issued.as_secs_f64() * 1e3 / calls as f64) as f32,
+            );
+            if tracing() {
+                RUNS.with(|r| r.borrow_mut().push((calls, ms, host_ms)));
+            }
+            timed.runs.push(Calls { ms, host_ms });
         }
-        Ok(Some(Calls { ms, host_ms }))
+        Ok(timed)
+    }
+
+    /// One configuration's time in a held timing ([`holds`]), and the host's time to
+    /// issue one of its calls: a warm-up call issued directly (a configuration it finds
+    /// far slower, [`worth_a_call`], gets no more and that is its time), then
+    /// [`HELD_FIRST`] calls held, each timed on its own (one where the warm-up lasted
+    /// [`SCREEN_MS`]), and [`HELD_MORE`] more where [`held_look_again`] says; the time is
+    /// the fastest call. `issue_ms`, the host's time a call of the configuration timed
+    /// before (NaN for the first), sizes the first hold: a warm-up's own is the first
+    /// call's, two to five times what the calls after it take. Infinity when a call fails.
+    ///
+    /// # Safety
+    /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
+    unsafe fn time_held(
+        &self,
+        plan: &Plan,
+        ptrs: &RawPointers,
+        events: &[CudaEvent],
+        fastest: f32,
+        issue_ms: f32,
+    ) -> Result<(f32, f32)> {
+        NODES.with(|n| n.set(0));
+        PREP.with(|p| p.set(std::time::Duration::ZERO));
+        let direct = Runner::Direct(plan);
+        // SAFETY: the caller's contract.
+        let Some(warm) = (unsafe { self.time_calls(&direct, ptrs, 1, events)? }) else {
+            return Ok((f32::INFINITY, f32::NAN));
+        };
+        if !worth_a_call(warm.ms, fastest) {
+            return Ok((warm.ms, f32::NAN));
+        }
+        let first = if warm.ms >= SCREEN_MS { 1 } else { HELD_FIRST };
+        let issue = if issue_ms.is_finite() {
+            issue_ms
+        } else {
+            warm.host_ms
+        };
+        // SAFETY: the caller's contract.
+        let timed = unsafe { self.held_calls(&direct, first, ptrs, events, issue)? };
+        let Some((mut best, issue)) = timed else {
+            return Ok((f32::INFINITY, f32::NAN));
+        };
+        if held_look_again(best, fastest) {
+            // SAFETY: the caller's contract.
+            let more = unsafe { self.held_calls(&direct, HELD_MORE, ptrs, events, issue)? };
+            let Some((more, _)) = more else {
+                return Ok((f32::INFINITY, f32::NAN));
+            };
+            best = best.min(more);
+        }
+        Ok((best, issue))
+    }
+
+    /// `calls` calls of `runner` held ([`Self::hold`]), each timed on its own: the fastest
+    /// call's time, and the host's time a call to issue them (with their events). The
+    /// hold lasts [`hold_ms`] of `issue_ms`; where the host took longer than that to issue
+    /// them, the GPU may have waited on it between them, and they are timed once more,
+    /// held for what the host took. `None` when a call fails.
+    ///
+    /// # Safety
+    /// As [`Self::time_runs`].
+    unsafe fn held_calls(
+        &self,
+        runner: &Runner<'_>,
+        calls: usize,
+        ptrs: &RawPointers,
+        events: &[CudaEvent],
+        issue_ms: f32,
+    ) -> Result<Option<(f32, f32)>> {
+        let runs = vec![(runner, 1); calls];
+        let mut issue = issue_ms;
+        for again in [false, true] {
+            let hold = hold_ms(calls, issue);
+            // SAFETY: the caller's contract.
+            let timed = unsafe { self.time_runs(&runs, ptrs, events, Some(hold))? };
+            if timed.runs.len() < calls {
+                return Ok(None);
+            }
+            #[allow(clippy::cast_precision_loss)] // a handful of calls
+            let per_call = timed.issue_ms / calls as f32;
+            if timed.issue_ms <= hold || again {
+                let fastest = timed
+                    .runs
+                    .iter()
+                    .map(|c| c.ms)
+                    .fold(f32::INFINITY, f32::min);
+                return Ok(Some((fastest, per_call)));
+            }
+            issue = per_call;
+        }
+        Ok(None)
     }
 
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
@@ -1324,7 +1557,10 @@ impl CudnnContext {
     /// [`refine_calls`] calls, replayed where [`refine_replays`] says; each keeps its best
     /// trial, and `found` is sorted again. Five calls of a short kernel cannot tell apart
     /// plans a few percent apart, nor one call of a long one; this keeps the measured
-    /// choice from being the luckiest trial.
+    /// choice from being the luckiest trial. `held` ([`holds`]): three rounds, each one
+    /// held batch of every close plan's calls issued directly and timed one by one
+    /// ([`REFINE_HELD_CALLS`] a plan where calls are shorter than [`SCREEN_MS`], else
+    /// one); each keeps its fastest call.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for every plan in `found` (a plan needing
@@ -1334,7 +1570,8 @@ impl CudnnContext {
         &self,
         found: &mut [Found],
         ptrs: &RawPointers,
-        events: (&CudaEvent, &CudaEvent),
+        events: &[CudaEvent],
+        held: bool,
     ) -> Result<()> {
         let Some(fastest) = found.first().map(|f| f.engine.time()) else {
             return Ok(());
@@ -1357,7 +1594,7 @@ impl CudnnContext {
         let mut captured = Vec::with_capacity(close);
         for f in found.iter_mut().take(close) {
             let fits = f.plan.workspace <= ptrs.workspace.1;
-            let graph = if !fits || !refine_replays(fastest, f.replay) {
+            let graph = if held || !fits || !refine_replays(fastest, f.replay) {
                 None
             } else if let Some(kept) = f.graph.take() {
                 Some(kept)
@@ -1367,7 +1604,35 @@ impl CudnnContext {
             };
             captured.push(graph);
         }
+        // Held, a round is one batch of each plan's calls, each timed on its own.
+        let singles = if fastest < SCREEN_MS {
+            REFINE_HELD_CALLS
+        } else {
+            1
+        };
         for _ in 0..3 {
+            if held {
+                // (The workspace may have been given up, out of memory, after a time.)
+                let runners: Vec<(usize, Runner<'_>)> = (found.iter().enumerate().take(close))
+                    .filter(|(_, f)| f.plan.workspace <= ptrs.workspace.1)
+                    .map(|(k, f)| (k, Runner::Direct(&f.plan)))
+                    .collect();
+                let runs: Vec<(&Runner<'_>, usize)> = (runners.iter())
+                    .flat_map(|(_, r)| std::iter::repeat_n((r, 1), singles))
+                    .collect();
+                let hold = (runners.iter())
+                    .map(|&(k, _)| hold_ms(singles, found[k].issue_ms))
+                    .sum();
+                // SAFETY: the caller's contract; each plan's workspace fits (above).
+                let timed = unsafe { self.time_runs(&runs, ptrs, events, Some(hold))? };
+                for (j, run) in timed.runs.iter().enumerate() {
+                    let plan = runners.get(j / singles).map(|&(k, _)| k);
+                    if let Some(b) = plan.and_then(|k| best.get_mut(k)) {
+                        *b = b.min(run.ms);
+                    }
+                }
+                continue;
+            }
             for ((f, b), g) in found.iter().zip(best.iter_mut()).zip(&captured).take(close) {
                 if f.plan.workspace > ptrs.workspace.1 {
                     continue; // the workspace was given up (out of memory) after its time
@@ -1479,13 +1744,49 @@ impl CudnnContext {
 
 #[cfg(test)]
 mod tests {
-    use super::Schedule;
+    use super::{held_look_again, hold_ms, Schedule};
 
     /// Every configuration the schedule hands out, with `close` as the engines near the
     /// fastest after the first stage.
     fn order(engines: &[i64], staged: bool, close: &[i64]) -> Vec<usize> {
         let mut s = Schedule::new(engines.to_vec(), staged, 0);
         std::iter::from_fn(|| s.next(|| close.to_vec())).collect()
+    }
+
+    #[test]
+    fn a_hold_outlasts_the_hosts_issue_of_what_it_holds() {
+        for (calls, host) in [(1, 0.004), (2, 0.01), (3, 0.05), (6, 0.02)] {
+            #[allow(clippy::cast_precision_loss)]
+            let issue = calls as f32 * host;
+            let hold = hold_ms(calls, host);
+            assert!(
+                hold > issue && hold < 2.0 * issue + 0.05,
+                "{calls} {host}: {hold}"
+            );
+            assert!(hold_ms(calls + 1, host) > hold);
+        }
+        // No usable host time: a hold all the same, alike for every such value.
+        let unknown = hold_ms(2, f32::NAN);
+        assert!(unknown > 0.0 && unknown < MAX_HOLD_FOR_TEST);
+        for host in [0.0, -1.0, f32::INFINITY] {
+            assert_eq!(hold_ms(2, host).to_bits(), unknown.to_bits());
+        }
+    }
+
+    /// No hold a timing asks for comes near the kernel's cap (5 ms).
+    const MAX_HOLD_FOR_TEST: f32 = 1.0;
+
+    #[test]
+    fn held_calls_look_again_only_at_short_close_configurations() {
+        // The first configuration of a timing, and one close to the fastest.
+        assert!(held_look_again(0.010, f32::INFINITY));
+        assert!(held_look_again(0.0105, 0.010));
+        assert!(held_look_again(0.009, 0.010));
+        // Far behind the fastest, or long enough for one call to tell.
+        assert!(!held_look_again(0.013, 0.010));
+        assert!(!held_look_again(0.2, f32::INFINITY));
+        assert!(!held_look_again(0.2, 0.19));
+        assert!(!held_look_again(f32::INFINITY, f32::INFINITY));
     }
 
     #[test]

@@ -496,11 +496,11 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (after a warm-up, one call where it lasts 0.1 ms, else the best of
-    /// three trials of up to five calls, enough to last 1 ms; fewer for one whose lone
-    /// call is twice as slow as the fastest or whose trial is 15% slower; the up to three
-    /// within 15% of the fastest again, in turns, in trials of at least 0.25 ms, or of
-    /// 0.1 ms where calls are shorter) into a scratch `dx`, and returns
+    /// times each (after a warm-up, its calls held so that each call's time is the GPU's
+    /// alone: two, one where the warm-up lasted 0.1 ms, and three more for one shorter
+    /// than 0.1 ms within 15% of the fastest; the up to three within 15% of the fastest
+    /// again in three rounds; `CUDNN_RS_HOLD=0` times as the README says) into a scratch
+    /// `dx`, and returns
     /// them fastest first; `dx` is not modified. Cached per problem on the handle like
     /// `find_convolution_backward_data_algorithm` (same `use_cache`, same cache file).
     #[pyo3(signature = (w, dy, dx, conv, *, max_workspace_bytes = None, deterministic = false, limit = None, budget_ms = 10000.0, use_cache = true))]
