@@ -62,7 +62,7 @@ DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float6
 CONFIG = re.compile(
     r"cudnn_rs find: engine (\d+)( \[[^\]]*\])? build ([\d.]+) ms ws (\d+)"
     r"(?: nodes \d+)?(?: prep (?P<prep>[\d.]+) ms wall (?P<wall>[\d.]+) ms)?"
-    r"(?: from (\S+))?(?: replayed| direct)? ->(\S+) runs(.*)"
+    r"(?: from (\S+))?(?: replayed| direct| held)? ->(\S+) runs(.*)"
 )
 RUN = re.compile(r"(\d+)x([\d.]+)")
 HEURISTIC = re.compile(

@@ -70,6 +70,9 @@
 #   bash scripts/gpu_final.sh sights  # first calls with their traces: efficientnet_b0's first
 #                                     # sights (PROBE_VARIANTS), random layers (RANDOM_SEED) in
 #                                     # the default tier, then the same in the measured tier
+#   bash scripts/gpu_final.sh held    # the measured tier's timings held and not
+#                                     # (CUDNN_RS_HOLD=0): random layers (RANDOM_SEED), then
+#                                     # efficientnet_b0's first sights, then its tests
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -420,6 +423,38 @@ sights)  # first calls, traced: efficientnet_b0's first sights in the measured t
   # The device tool returns a limited number of files (eight, by name, on 2026-12-07):
   # the CSVs and traces go back as one archive whose name sorts first.
   ( cd "$out" && tar -czf bundle_sights.tar.gz ./*trace.txt.gz ./*.csv && rm -f ./*trace.txt.gz ./*.csv )
+  ;;
+held)  # the measured tier with its timings held (the default) and not (CUDNN_RS_HOLD=0),
+      # traced, in the order HELD_ORDER (1: held, 0: not; by default 0 1 1 0, so that a
+      # drift of the machine hits both alike): layers drawn at random (RANDOM_SEED,
+      # MEASURED_ROWS, MEASURED_MINUTES each), then efficientnet_b0's first sights
+      # (PROBE_VARIANTS); then the measured tier's tests unless HELD_TESTS=0
+  variants=${PROBE_VARIANTS:-efficientnet_b0:f16:nchw}
+  abs_out=$(cd "$out" && pwd)
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  round=0
+  for hold in ${HELD_ORDER:-0 1 1 0}; do
+    round=$((round + 1))
+    TAIL=3 run "random_measured_hold${hold}_r$round" 200 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
+      "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured_hold${hold}_r$round.csv --seed ${RANDOM_SEED:-43} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.0} 2>$abs_out/random_hold${hold}_r${round}_trace.txt"
+  done
+  round=0
+  for hold in ${HELD_ORDER:-0 1 1 0}; do
+    round=$((round + 1))
+    TAIL=3 run "first_sights_hold${hold}_r$round" 120 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
+      "python3 bench/train_probe.py --first --variants $variants --top 10 >$abs_out/first_sights_hold${hold}_r$round.txt 2>$abs_out/sights_hold${hold}_r${round}_trace.txt"
+  done
+  gzip -f "$out"/*trace.txt
+  ( cd "$out" && tar -czf bundle_held.tar.gz ./*trace.txt.gz ./*.csv ./first_sights_hold*.txt ./*.log && rm -f ./*trace.txt.gz ./*.csv ./first_sights_hold*.txt ./random_measured_hold*.log ./first_sights_hold*.log )
+  [ "${HELD_TESTS:-1}" = 0 ] && exit $fail
+  # The timings done: the Rust GPU tests beside pytest's (memcheck: `onecall`).
+  ( CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=3 run rust_gpu_pip 120 .carry/bin/test_gpu_rows --ignored --test-threads 1
+    ) >"$out/rust_chain.txt" 2>&1 &
+  rust_chain=$!
+  TAIL=4 run pytest_measured 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "measured or find or benchmark"
+  wait "$rust_chain"
+  cat "$out/rust_chain.txt"
+  grep -q 'rc [1-9]' "$out/rust_chain.txt" && fail=1
   ;;
 onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
          # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc
