@@ -426,8 +426,8 @@ sights)  # first calls, traced: efficientnet_b0's first sights in the measured t
   ;;
 held)  # the measured tier with its timings held (the default) and not (CUDNN_RS_HOLD=0),
       # traced, in the order HELD_ORDER (1: held, 0: not; by default 0 1 1 0, so that a
-      # drift of the machine hits both alike): layers drawn at random (RANDOM_SEED,
-      # MEASURED_ROWS, MEASURED_MINUTES each), then efficientnet_b0's first sights
+      # drift of the machine hits both alike), each round layers drawn at random
+      # (RANDOM_SEED, MEASURED_ROWS, MEASURED_MINUTES) and efficientnet_b0's first sights
       # (PROBE_VARIANTS); then the measured tier's tests unless HELD_TESTS=0
   variants=${PROBE_VARIANTS:-efficientnet_b0:f16:nchw}
   abs_out=$(cd "$out" && pwd)
@@ -435,14 +435,11 @@ held)  # the measured tier with its timings held (the default) and not (CUDNN_RS
   round=0
   for hold in ${HELD_ORDER:-0 1 1 0}; do
     round=$((round + 1))
-    TAIL=3 run "random_measured_hold${hold}_r$round" 200 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
-      "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured_hold${hold}_r$round.csv --seed ${RANDOM_SEED:-43} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.0} 2>$abs_out/random_hold${hold}_r${round}_trace.txt"
-  done
-  round=0
-  for hold in ${HELD_ORDER:-0 1 1 0}; do
-    round=$((round + 1))
-    TAIL=3 run "first_sights_hold${hold}_r$round" 120 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
-      "python3 bench/train_probe.py --first --variants $variants --top 10 >$abs_out/first_sights_hold${hold}_r$round.txt 2>$abs_out/sights_hold${hold}_r${round}_trace.txt"
+    tag="hold${hold}_r$round"
+    TAIL=3 run "random_measured_$tag" 200 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
+      "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured_$tag.csv --seed ${RANDOM_SEED:-43} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.0} 2>$abs_out/random_${tag}_trace.txt"
+    TAIL=3 run "first_sights_$tag" 120 env CUDNN_RS_HOLD=$hold CUDNN_RS_FIND_TRACE=1 bash -c \
+      "python3 bench/train_probe.py --first --variants $variants --top 10 >$abs_out/first_sights_$tag.txt 2>$abs_out/sights_${tag}_trace.txt"
   done
   gzip -f "$out"/*trace.txt
   ( cd "$out" && tar -czf bundle_held.tar.gz ./*trace.txt.gz ./*.csv ./first_sights_hold*.txt ./*.log && rm -f ./*trace.txt.gz ./*.csv ./first_sights_hold*.txt ./random_measured_hold*.log ./first_sights_hold*.log )
