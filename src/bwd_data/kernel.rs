@@ -1,5 +1,6 @@
 //! Loading the depthwise kernel of our own (see `direct.rs` for which problems and why)
-//! and launching it.
+//! and launching it; and the kernel that only waits (`hold.cu`), which the measured tier
+//! launches before the calls it times (see `engine.rs`).
 
 use std::collections::hash_map::Entry;
 use std::ffi::c_void;
