@@ -48,6 +48,12 @@ pub use tensor::{
     NCHW, NHWC,
 };
 
+/// Whether the switch `name` in the environment leaves its feature on: anything but `0`
+/// (or unset). Each caller reads it once and keeps the answer.
+pub(crate) fn switched_on(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| v != "0")
+}
+
 /// Keeps users from implementing the crate's marker traits for their own types.
 mod private {
     pub trait Sealed {}

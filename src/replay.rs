@@ -81,7 +81,7 @@ const WASTE_LIMIT: usize = 16;
 
 pub(crate) fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUDNN_RS_GRAPHS").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| crate::switched_on("CUDNN_RS_GRAPHS"))
 }
 
 /// What to do with a call.

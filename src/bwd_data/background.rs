@@ -117,7 +117,7 @@ struct Job {
 /// Whether `ctx`'s measured default hands problems to the builder.
 pub(crate) fn enabled(ctx: &CudnnContext) -> bool {
     static ENV: OnceLock<bool> = OnceLock::new();
-    let env = *ENV.get_or_init(|| std::env::var("CUDNN_RS_BACKGROUND").as_deref() != Ok("0"));
+    let env = *ENV.get_or_init(|| crate::switched_on("CUDNN_RS_BACKGROUND"));
     let (major, minor, _) = ctx.version();
     env && (major, minor) >= OLDEST
 }

@@ -185,7 +185,7 @@ const HOLD_UNKNOWN_MS: f32 = 0.02;
 /// does. With holds off, the timing is as it was before them.
 fn holds() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUDNN_RS_HOLD").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| crate::switched_on("CUDNN_RS_HOLD"))
 }
 
 /// How long a hold waits for the host to issue `calls` calls that take it `host_ms`
