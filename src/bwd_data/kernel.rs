@@ -2,7 +2,6 @@
 //! and launching it; and the kernel that only waits (`hold.cu`), which the measured tier
 //! launches before the calls it times (see `engine.rs`).
 
-use std::collections::hash_map::Entry;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -216,10 +215,14 @@ impl CudnnContext {
     /// The entry point `name` of the kernel (loading its image first if need be).
     fn kernel(&self, name: &str) -> Option<CudaFunction> {
         let mut kernels = self.kernels.borrow_mut();
-        match kernels.entry(name.to_owned()) {
-            Entry::Occupied(f) => f.get().clone(),
-            Entry::Vacant(slot) => slot.insert(self.load_kernel(name)).clone(),
+        // Looked up by `&str` first: a timing asks for the waiting kernel before each
+        // batch, and a key made for the lookup would allocate each time.
+        if let Some(f) = kernels.get(name) {
+            return f.clone();
         }
+        let f = self.load_kernel(name);
+        kernels.insert(name.to_owned(), f.clone());
+        f
     }
 
     /// Entry point `name` from a module another context of the same CUDA context loaded
