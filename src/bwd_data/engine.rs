@@ -1528,8 +1528,8 @@ impl CudnnContext {
         issue_ms: f32,
     ) -> Result<Option<(f32, f32)>> {
         let runs = vec![(runner, 1); calls];
-        let mut issue = issue_ms;
-        for again in [false, true] {
+        // The fastest call, the host's time a call, and whether the hold was too short.
+        let held = |issue: f32| -> Result<Option<(f32, f32, bool)>> {
             let hold = hold_ms(calls, issue);
             // SAFETY: the caller's contract.
             let timed = unsafe { self.time_runs(&runs, ptrs, events, Some(hold))? };
@@ -1538,17 +1538,20 @@ impl CudnnContext {
             }
             #[allow(clippy::cast_precision_loss)] // a handful of calls
             let per_call = timed.issue_ms / calls as f32;
-            if timed.issue_ms <= hold || again {
-                let fastest = timed
-                    .runs
-                    .iter()
-                    .map(|c| c.ms)
-                    .fold(f32::INFINITY, f32::min);
-                return Ok(Some((fastest, per_call)));
-            }
-            issue = per_call;
+            let fastest = timed
+                .runs
+                .iter()
+                .map(|c| c.ms)
+                .fold(f32::INFINITY, f32::min);
+            Ok(Some((fastest, per_call, timed.issue_ms > hold)))
+        };
+        let Some((fastest, per_call, late)) = held(issue_ms)? else {
+            return Ok(None);
+        };
+        if !late {
+            return Ok(Some((fastest, per_call)));
         }
-        Ok(None)
+        Ok(held(per_call)?.map(|(fastest, per_call, _)| (fastest, per_call)))
     }
 
     /// Second look at the close contenders of a timing (`found`, fastest first): the up to
