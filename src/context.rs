@@ -66,9 +66,17 @@ pub struct CudnnContext {
     pub(crate) last_find: std::cell::Cell<(usize, usize)>,
     /// Where the last engine measurement's time went.
     pub(crate) last_find_timing: std::cell::Cell<FindTiming>,
+    /// How many configurations the last engine measurement timed that the heuristics
+    /// asked beside it listed (`bwd_data::graph::candidates_beside`).
+    pub(crate) last_find_beside: std::cell::Cell<usize>,
     /// Measured algorithms and engines by problem: the cache every find goes through
     /// (typed Rust and Python), saved by [`Self::save_algorithm_cache`].
     pub(crate) finds: FindCache,
+    /// A second context on the device, whose handle asks cuDNN's later heuristics while
+    /// this one asks the first (see `bwd_data::graph::candidates_beside`), made at the
+    /// first measurement that does. Last, so that the plans built with its handle, which
+    /// this context's caches keep, are dropped before it.
+    pub(crate) side: std::cell::RefCell<Option<Box<CudnnContext>>>,
 }
 
 /// Where an engine measurement's wall time went (see [`CudnnContext::last_find_timing`]).
@@ -198,8 +206,10 @@ impl CudnnContext {
             benchmark: std::cell::Cell::new(false),
             benchmark_budget: std::cell::Cell::new(DEFAULT_BENCHMARK_BUDGET),
             last_find: std::cell::Cell::new((0, 0)),
+            last_find_beside: std::cell::Cell::new(0),
             last_find_timing: std::cell::Cell::new(FindTiming::default()),
             finds: FindCache::default(),
+            side: std::cell::RefCell::new(None),
         };
         this.apply_stream()?;
         Ok(this)
@@ -341,6 +351,14 @@ impl CudnnContext {
     /// [`Self::set_benchmark_budget`] and for seeing what a first sight costs.
     pub fn last_find_timing(&self) -> FindTiming {
         self.last_find_timing.get()
+    }
+
+    /// How many of the configurations the last engine measurement timed were listed by
+    /// the heuristics it asked on another thread (`CUDNN_RS_ASK_BESIDE`; 0 where it asked
+    /// them on this one): for tests that the plans built there run here.
+    #[doc(hidden)]
+    pub fn last_find_beside(&self) -> usize {
+        self.last_find_beside.get()
     }
 }
 

@@ -889,6 +889,89 @@ fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
 
 #[test]
 #[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn engines_listed_by_the_heuristics_asked_beside_run_here_and_match_the_reference() {
+    let ctx = context();
+    let stream = ctx.stream().clone();
+    let mut rng = StdRng::seed_from_u64(29);
+    let (w_shape, dy_shape, dx_shape) = (
+        [24usize, 12, 3, 3],
+        [2usize, 24, 10, 10],
+        [2usize, 12, 10, 10],
+    );
+    let w_h: Vec<f32> = (0..w_shape.iter().product())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let dy_h: Vec<f32> = (0..dy_shape.iter().product())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let ndx: usize = dx_shape.iter().product();
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
+    let mut want = vec![0.0f32; ndx];
+    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
+    let dims = |s: [usize; 4]| s.map(|d| i32::try_from(d).unwrap());
+    let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
+    let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), dims(dy_shape), NCHW).unwrap();
+    let mut dx = Tensor::<f32, NCHW, _, 4>::new(
+        stream.alloc_zeros::<f32>(ndx).unwrap(),
+        dims(dx_shape),
+        NCHW,
+    )
+    .unwrap();
+    // FMA math: every engine found must agree with the loop to f32 rounding.
+    let conv = ConvolutionDescriptor::<f32, 2>::new(
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+        MathType::Fma,
+    )
+    .unwrap();
+    let found = ctx
+        .find_convolution_backward_data_engine(&w, &dy, dx.descriptor(), &conv, None, None, 64)
+        .unwrap();
+    assert!(!found.is_empty());
+    // Modes B and the fallback list, asked on the other thread, list engines mode A does
+    // not: some of those timed were built there (cuDNN 9.8 on, unless switched off).
+    let (major, minor, _) = ctx.version();
+    let beside = std::env::var("CUDNN_RS_ASK_BESIDE").map_or(true, |v| v != "0");
+    if (major, minor) >= (9, 8) && beside {
+        assert!(
+            ctx.last_find_beside() > 0,
+            "no configuration came from beside"
+        );
+    } else {
+        assert_eq!(ctx.last_find_beside(), 0);
+    }
+    for e in &found {
+        let mut ws =
+            (e.workspace_size() > 0).then(|| stream.alloc_zeros::<u8>(e.workspace_size()).unwrap());
+        stream
+            .memcpy_htod(&vec![f32::NAN; ndx], dx.data_mut())
+            .unwrap();
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, e, ws.as_mut(), 0.0, &mut dx)
+            .unwrap();
+        let got = stream.clone_dtoh(dx.data()).unwrap();
+        assert!(
+            got.iter().all(|v| v.is_finite()),
+            "{}: not all of dx written",
+            e.config()
+        );
+        let err = max_rel_err(&got, &want);
+        assert!(err < 1e-5, "{}: relative error {err}", e.config());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
 fn typed_finds_go_through_the_algorithm_cache_and_are_saved() {
     let ctx = context();
     let stream = ctx.stream().clone();

@@ -41,8 +41,9 @@ use crate::math_type::MathType;
 use crate::problem::RawProblem;
 use crate::tensor::{Format, RawDescriptor, Role};
 
-/// The oldest cuDNN whose plans this module builds on another handle.
-const OLDEST: (usize, usize) = (9, 8);
+/// The oldest cuDNN whose plans this module builds on another handle (and the
+/// measurements' heuristics asked beside, `graph::candidates_beside`).
+pub(crate) const OLDEST: (usize, usize) = (9, 8);
 
 /// Problems handed to the builder and not yet built (every context's).
 static OUTSTANDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -87,8 +88,9 @@ extern "C" fn stop_builder() {
 /// One tensor of a problem, as plain data.
 type TensorSpec = (Role, DType, Format, Vec<usize>);
 
-/// A problem as plain data, for the builder to describe again on its thread.
-struct Spec {
+/// A problem as plain data, for another thread to describe again (the builder here, and
+/// the heuristics asked beside a measurement, see [`graph::candidates_beside`]).
+pub(crate) struct Spec {
     /// w, dy, dx.
     tensors: [TensorSpec; 3],
     params: ConvParams,
@@ -97,7 +99,7 @@ struct Spec {
 }
 
 impl Spec {
-    fn of(p: &RawProblem<'_>) -> Self {
+    pub(crate) fn of(p: &RawProblem<'_>) -> Self {
         let t = |d: &RawDescriptor| (d.role(), d.dtype(), d.format(), d.shape().to_vec());
         Self {
             tensors: [t(p.w), t(p.dy), t(p.dx)],
@@ -106,6 +108,38 @@ impl Spec {
             math_type: p.conv.math_type(),
         }
     }
+
+    /// The problem's operation graph on `cx`'s handle (alpha 1, beta 0, `align`-byte
+    /// aligned), and the math type its calls resolve to.
+    pub(crate) fn graph(&self, cx: &CudnnContext, align: i64) -> Result<graph::OpGraph> {
+        Ok(self.graph_and_math(cx, align)?.0)
+    }
+
+    fn graph_and_math(&self, cx: &CudnnContext, align: i64) -> Result<(graph::OpGraph, MathType)> {
+        let [w, dy, dx] = self
+            .tensors
+            .each_ref()
+            .map(|(role, dtype, format, shape)| RawDescriptor::new(*role, *dtype, *format, shape));
+        let (w, dy, dx) = (w?, dy?, dx?);
+        let conv = RawConvolutionDescriptor::new(self.params.clone(), self.comp, self.math_type)?;
+        let p = RawProblem {
+            w: &w,
+            dy: &dy,
+            dx: &dx,
+            conv: &conv,
+        };
+        let graph = graph::build_graph(cx.lib, cx.as_raw(), &p, 1.0, 0.0, align)?;
+        Ok((graph, conv.effective_math_type(dx.dtype())))
+    }
+}
+
+/// Makes the calling thread's CUDA-graph capture mode thread-local: what it does is never
+/// part of another thread's capture, and in the default global mode CUDA refuses a module
+/// load on any thread while another captures.
+pub(crate) fn capture_mode_thread_local() {
+    let mut mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    // SAFETY: exchanges this thread's capture mode (one enum written back).
+    let _ = unsafe { cudarc::driver::sys::cuThreadExchangeStreamCaptureMode(&raw mut mode) };
 }
 
 struct Job {
@@ -164,9 +198,7 @@ pub(crate) fn submit(ctx: &CudnnContext, p: &RawProblem<'_>) -> Option<Arc<Pendi
 /// The builder thread: one cuDNN context per CUDA context it has served, kept for the
 /// process's life; each job's result stored for the caller's thread to take.
 fn builder(rx: &mpsc::Receiver<Job>) {
-    let mut mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-    // SAFETY: exchanges this thread's capture mode (one enum written back).
-    let _ = unsafe { cudarc::driver::sys::cuThreadExchangeStreamCaptureMode(&raw mut mode) };
+    capture_mode_thread_local();
     let mut contexts: Vec<CudnnContext> = Vec::new();
     while let Ok(job) = rx.recv() {
         let stopped = WORK.lock().unwrap_or_else(PoisonError::into_inner);
@@ -192,22 +224,8 @@ fn build(contexts: &mut Vec<CudnnContext>, job: &Job) -> Result<Built> {
         &contexts[contexts.len() - 1]
     };
     cx.bind()?;
-    let s = &job.spec;
-    let [w, dy, dx] = s
-        .tensors
-        .each_ref()
-        .map(|(role, dtype, format, shape)| RawDescriptor::new(*role, *dtype, *format, shape));
-    let (w, dy, dx) = (w?, dy?, dx?);
-    let conv = RawConvolutionDescriptor::new(s.params.clone(), s.comp, s.math_type)?;
-    let p = RawProblem {
-        w: &w,
-        dy: &dy,
-        dx: &dx,
-        conv: &conv,
-    };
-    let graph = graph::build_graph(cx.lib, cx.as_raw(), &p, 1.0, 0.0, 16)?;
     // The math type the default route's calls resolve to: which engines may run.
-    let math = conv.effective_math_type(dx.dtype());
+    let (graph, math) = job.spec.graph_and_math(cx, 16)?;
     let accept = move |n: &graph::Notes| n.runtime_compiled && n.fit_default(math, false);
     let mut plans = Vec::new();
     for c in graph::candidates(cx.lib, &graph, graph::Sources::Instant)? {

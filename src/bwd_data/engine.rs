@@ -188,6 +188,14 @@ fn holds() -> bool {
     *ON.get_or_init(|| crate::switched_on("CUDNN_RS_HOLD"))
 }
 
+/// Whether a measurement asks cuDNN's heuristics after the first on another thread while
+/// it asks the first (`CUDNN_RS_ASK_BESIDE=0` turns it off; see
+/// [`graph::candidates_beside`]).
+fn asks_beside() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| crate::switched_on("CUDNN_RS_ASK_BESIDE"))
+}
+
 /// How long a hold waits for the host to issue `calls` calls that take it `host_ms`
 /// milliseconds each (where that was measured), in milliseconds.
 fn hold_ms(calls: usize, host_ms: f32) -> f32 {
@@ -605,15 +613,38 @@ impl CudnnContext {
         from: Option<&crate::backend::Desc>,
         accept: impl Fn(&graph::Notes) -> bool,
     ) -> Result<Option<std::rc::Rc<Plan>>> {
+        self.config_plan_on(graph, None, config, from, accept)
+    }
+
+    /// [`Self::engine_config_plan`]; with `beside`, `from` is a configuration listed for
+    /// its graph, and the plan is built with its handle for that graph (kept alive with
+    /// the plan), and kept under `graph`.
+    fn config_plan_on(
+        &self,
+        graph: &std::rc::Rc<OpGraph>,
+        beside: Option<&graph::Beside>,
+        config: EngineConfig,
+        from: Option<&crate::backend::Desc>,
+        accept: impl Fn(&graph::Notes) -> bool,
+    ) -> Result<Option<std::rc::Rc<Plan>>> {
         let key = (std::rc::Rc::as_ptr(graph) as usize, config);
         if let Some((_, plan)) = self.engines.borrow_mut().plans.get(&key) {
             return Ok(accept(&plan.notes).then(|| std::rc::Rc::clone(plan)));
         }
-        let Some(plan) = graph::build_plan(self.lib, self.as_raw(), graph, config, from, accept)?
-        else {
-            return Ok(None);
+        let plan = if let Some(b) = beside {
+            let built = graph::build_plan(self.lib, b.handle, &b.graph, config, from, accept)?;
+            let Some(built) = built else {
+                return Ok(None);
+            };
+            Plan::adopt(built, std::rc::Rc::clone(&b.graph))
+        } else {
+            let built = graph::build_plan(self.lib, self.as_raw(), graph, config, from, accept)?;
+            let Some(built) = built else {
+                return Ok(None);
+            };
+            Plan::own(built)
         };
-        let plan = std::rc::Rc::new(Plan::own(plan));
+        let plan = std::rc::Rc::new(plan);
         self.engines
             .borrow_mut()
             .plans
@@ -957,7 +988,7 @@ impl CudnnContext {
         let graph = self.engine_graph(p, 1.0, 0.0, align)?;
         let mut timing = crate::context::FindTiming::default();
         let asked = std::time::Instant::now();
-        let configs = graph::candidates(self.lib, &graph, sources)?;
+        let (configs, beside) = self.ask_candidates(&graph, p, sources, align)?;
         timing.heuristics = asked.elapsed();
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let events = (0..EVENTS)
@@ -972,7 +1003,7 @@ impl CudnnContext {
         let mut workspace: Option<CudaSlice<u8>> = None;
         let mut found: Vec<Found> = Vec::new();
         let mut fastest = f32::INFINITY;
-        let (mut timed, mut left_out) = (0usize, 0usize);
+        let (mut timed, mut left_out, mut timed_beside) = (0usize, 0usize, 0usize);
         let ranked: Vec<bool> = configs
             .iter()
             .map(|c| {
@@ -1007,7 +1038,8 @@ impl CudnnContext {
             };
             let c = &configs[i];
             let building = std::time::Instant::now();
-            let built = self.engine_config_plan(&graph, c.config, c.desc.as_ref(), accept);
+            let on = if c.beside { beside.as_ref() } else { None };
+            let built = self.config_plan_on(&graph, on, c.config, c.desc.as_ref(), accept);
             let build_time = building.elapsed();
             timing.builds += build_time;
             // An engine the heuristic lists may still refuse to build (or not fit the math
@@ -1135,6 +1167,7 @@ impl CudnnContext {
                 schedule.end_first_stage();
             }
             if best.is_finite() {
+                timed_beside += usize::from(c.beside);
                 let notes = plan.notes;
                 let replay = captured.is_some();
                 found.push(Found {
@@ -1150,6 +1183,7 @@ impl CudnnContext {
             }
         }
         self.last_find.set((timed, left_out));
+        self.last_find_beside.set(timed_beside);
         found.sort_by(|a, b| a.engine.time().total_cmp(&b.engine.time()));
         let refining = std::time::Instant::now();
         if budget.is_none_or(|b| started.elapsed() <= b) {
@@ -1176,6 +1210,34 @@ impl CudnnContext {
             trace_line(&format!("refine: {timing:?}"));
         }
         Ok(found.into_iter().map(|f| (f.engine, f.notes)).collect())
+    }
+
+    /// The configurations `sources`' heuristics list for `graph` (see
+    /// [`graph::candidates`]). Where [`asks_beside`] says, the heuristics after the first
+    /// are asked at the same time on another thread ([`graph::candidates_beside`], with
+    /// this context's side context): the configurations they list come with the other
+    /// graph and context their plans are built with.
+    fn ask_candidates(
+        &self,
+        graph: &OpGraph,
+        p: &RawProblem<'_>,
+        sources: graph::Sources,
+        align: i64,
+    ) -> Result<(Vec<graph::Candidate>, Option<graph::Beside>)> {
+        let (major, minor, _) = self.version();
+        if asks_beside()
+            && (major, minor) >= super::background::OLDEST
+            && !crate::replay::capturing(self.stream.cu_stream().cast())
+        {
+            let mut side = self.side.borrow_mut().take();
+            let spec = super::background::Spec::of(p);
+            let asked = graph::candidates_beside(
+                self.lib, graph, sources, &self.ctx, &mut side, spec, align,
+            );
+            *self.side.borrow_mut() = side;
+            return asked;
+        }
+        Ok((graph::candidates(self.lib, graph, sources)?, None))
     }
 
     /// One call of `plan` on `ptrs` captured into a CUDA graph, for trials that time it as
