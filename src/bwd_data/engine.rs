@@ -173,6 +173,15 @@ const HOLD_SLACK: f32 = 1.25;
 const HOLD_PAD_MS: f32 = 0.005;
 /// ... the host's time taken as this many milliseconds a call where none was measured.
 const HOLD_UNKNOWN_MS: f32 = 0.02;
+/// A configuration's warm-up call is held too, for this many times a later call's host
+/// time where no warm-up's was measured yet: the first call of a plan takes the host
+/// longer to issue (on the H100, 1.4-6 times the calls after it in the traces of
+/// 2026-12-07, its variant pack being built).
+const WARM_ISSUE: f32 = 3.0;
+/// A warm-up the host took longer to issue than its hold, but no more than this many
+/// times the hold, sizes the next warm-up's hold; a longer one was a kernel's first load
+/// (1-1.3 ms on the H100), which the next configuration does not repeat.
+const WARM_LATE_UPDATE: f32 = 4.0;
 
 /// Whether the measured tier holds the stream while it issues the calls it times
 /// (`CUDNN_RS_HOLD=0` turns it off): a kernel that only waits on the GPU
@@ -207,6 +216,58 @@ fn hold_ms(calls: usize, host_ms: f32) -> f32 {
     #[allow(clippy::cast_precision_loss)] // a handful of calls
     let calls = calls as f32;
     HOLD_PAD_MS + HOLD_SLACK * calls * per_call
+}
+
+/// The host's time to issue what a held timing holds, carried from one configuration to
+/// the next (NaN until measured): a call of a configuration timed before, and a warm-up
+/// (a plan's first call and its events).
+#[derive(Clone, Copy, Debug)]
+struct HostTimes {
+    call: f32,
+    warm: f32,
+}
+
+impl HostTimes {
+    const UNKNOWN: Self = Self {
+        call: f32::NAN,
+        warm: f32::NAN,
+    };
+
+    /// How long a warm-up's hold lasts, in milliseconds: the last warm-up's host time, else
+    /// [`WARM_ISSUE`] times a call's (or [`HOLD_UNKNOWN_MS`]'s).
+    fn warm_hold(self) -> f32 {
+        if self.warm.is_finite() && self.warm > 0.0 {
+            hold_ms(1, self.warm)
+        } else if self.call.is_finite() && self.call > 0.0 {
+            hold_ms(1, WARM_ISSUE * self.call)
+        } else {
+            hold_ms(1, WARM_ISSUE * HOLD_UNKNOWN_MS)
+        }
+    }
+
+    /// Takes in a warm-up the host issued in `issue_ms` under a hold of `hold_ms` (see
+    /// [`WARM_LATE_UPDATE`]).
+    fn warmed(&mut self, issue_ms: f32, hold_ms: f32) {
+        if issue_ms.is_finite() && issue_ms <= WARM_LATE_UPDATE * hold_ms {
+            self.warm = issue_ms;
+        }
+    }
+}
+
+/// What a held warm-up that the host issued within its hold, lasting `warm` ms on the
+/// GPU, leaves to time, the fastest configuration so far taking `fastest` ms: no more
+/// calls where the warm-up alone tells (it lasts [`SCREEN_MS`], the refine timing the
+/// close ones again, or it is [`CONTENDER_SPREAD`] times the fastest), [`HELD_MORE`]
+/// calls where it is close to the fastest ([`held_look_again`]), else [`HELD_FIRST`]
+/// (and then perhaps more).
+fn after_warm_up(warm: f32, fastest: f32) -> usize {
+    if warm >= SCREEN_MS || warm > CONTENDER_SPREAD * fastest {
+        0
+    } else if held_look_again(warm, fastest) {
+        HELD_MORE
+    } else {
+        HELD_FIRST
+    }
 }
 
 /// Whether a configuration timed held, its fastest call so far taking `best` ms and the
@@ -853,8 +914,11 @@ impl CudnnContext {
     /// 2.5 times once the fastest call lasts 0.1 ms, is not run again), writing into a
     /// scratch `dx`. Fastest first. The calls are timed held (a kernel that only waits
     /// holds the stream while the host issues them, so that each call's time is the GPU's
-    /// alone): two calls (one where the warm-up lasted 0.1 ms) and three
-    /// more where the faster is shorter than 0.1 ms and within 15% of the fastest so far;
+    /// alone), the warm-up too: after a warm-up the host issued within its hold, no more
+    /// calls where it lasts 0.1 ms or twice the fastest so far, three where it is within
+    /// 15% of the fastest, else two (after one the host issued late, two; one where it
+    /// lasted 0.1 ms), and after two, three more where the faster is shorter than 0.1 ms
+    /// and within 15% of the fastest so far;
     /// the up to three within 15% of the fastest are then timed again in three rounds of
     /// two calls each (one where calls last 0.1 ms). With `CUDNN_RS_HOLD=0`: one call,
     /// which stands as the time where it lasts 0.1 ms, else the best of three trials of up
@@ -998,8 +1062,8 @@ impl CudnnContext {
         // does not load.
         let held =
             holds() && !crate::replay::capturing(self.stream.cu_stream().cast()) && self.can_hold();
-        // In a held timing, the host's time to issue a call of the configuration timed last.
-        let mut issue = f32::NAN;
+        // In a held timing, the host's times to issue what it holds.
+        let mut host = HostTimes::UNKNOWN;
         let mut workspace: Option<CudaSlice<u8>> = None;
         let mut found: Vec<Found> = Vec::new();
         let mut fastest = f32::INFINITY;
@@ -1099,13 +1163,10 @@ impl CudnnContext {
             let (best, captured, issue_ms) = if held {
                 // SAFETY: w and dy per the caller; dx and the workspace were allocated
                 // above with the sizes the graph and this plan need.
-                let timed = unsafe { self.time_held(&plan, &ptrs, &events, fastest, issue) };
-                let (best, this) = timed?;
-                // The next configuration's first hold: this one's calls, where it had some.
-                if this.is_finite() {
-                    issue = this;
-                }
-                (best, None, this)
+                let timed = unsafe { self.time_held(&plan, &ptrs, &events, fastest, &mut host) };
+                // The refine's holds: the host's time for a call of the configurations
+                // timed so far.
+                (timed?, None, host.call)
             } else {
                 // SAFETY: as above.
                 let timed = unsafe { self.time_config(&plan, &ptrs, &events, fastest, screen) };
@@ -1522,14 +1583,15 @@ impl CudnnContext {
         Ok(timed)
     }
 
-    /// One configuration's time in a held timing ([`holds`]), and the host's time to
-    /// issue one of its calls: a warm-up call issued directly (a configuration it finds
-    /// far slower, [`worth_a_call`], gets no more and that is its time), then
-    /// [`HELD_FIRST`] calls held, each timed on its own (one where the warm-up lasted
-    /// [`SCREEN_MS`]), and [`HELD_MORE`] more where [`held_look_again`] says; the time is
-    /// the fastest call. `issue_ms`, the host's time a call of the configuration timed
-    /// before (NaN for the first), sizes the first hold: a warm-up's own is the first
-    /// call's, two to five times what the calls after it take. Infinity when a call fails.
+    /// One configuration's time in a held timing ([`holds`]). Its warm-up call is held
+    /// too ([`HostTimes::warm_hold`]) and timed. A warm-up that finds the configuration far
+    /// slower ([`worth_a_call`]) gets no more. Where the host issued it within the hold,
+    /// its time is the GPU's, and [`after_warm_up`] says how many more calls to hold; else
+    /// the GPU may have waited on the host between its events (a kernel loaded for the
+    /// first time, or a call the host is slow to issue), and [`HELD_FIRST`] calls follow
+    /// (one where the warm-up lasted [`SCREEN_MS`]). After held calls, [`HELD_MORE`]
+    /// more where [`held_look_again`] says. The time is the fastest call; `host` carries
+    /// the host's times from one configuration to the next. Infinity when a call fails.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
@@ -1539,38 +1601,55 @@ impl CudnnContext {
         ptrs: &RawPointers,
         events: &[CudaEvent],
         fastest: f32,
-        issue_ms: f32,
-    ) -> Result<(f32, f32)> {
+        host: &mut HostTimes,
+    ) -> Result<f32> {
         NODES.with(|n| n.set(0));
         PREP.with(|p| p.set(std::time::Duration::ZERO));
         let direct = Runner::Direct(plan);
+        let hold = host.warm_hold();
         // SAFETY: the caller's contract.
-        let Some(warm) = (unsafe { self.time_calls(&direct, ptrs, 1, events)? }) else {
-            return Ok((f32::INFINITY, f32::NAN));
+        let timed = unsafe { self.time_runs(&[(&direct, 1)], ptrs, events, Some(hold))? };
+        let Some(warm) = timed.runs.first() else {
+            return Ok(f32::INFINITY);
         };
+        let late = timed.issue_ms > hold;
+        host.warmed(timed.issue_ms, hold);
+        // A late warm-up's time also holds what the GPU waited on the host, and rules the
+        // configuration out with it, as an unheld one does: a configuration whose calls
+        // the host issues that slowly (on the H100, plans taking 1-6 ms of the host's time
+        // a call) costs a first sight more than its calls' GPU time tells.
         if !worth_a_call(warm.ms, fastest) {
-            return Ok((warm.ms, f32::NAN));
+            return Ok(warm.ms);
         }
-        let first = if warm.ms >= SCREEN_MS { 1 } else { HELD_FIRST };
-        let issue = if issue_ms.is_finite() {
-            issue_ms
+        let (mut best, calls) = if late {
+            (
+                f32::INFINITY,
+                if warm.ms >= SCREEN_MS { 1 } else { HELD_FIRST },
+            )
         } else {
-            warm.host_ms
+            (warm.ms, after_warm_up(warm.ms, fastest))
         };
+        if calls == 0 {
+            return Ok(best);
+        }
         // SAFETY: the caller's contract.
-        let timed = unsafe { self.held_calls(&direct, first, ptrs, events, issue)? };
-        let Some((mut best, issue)) = timed else {
-            return Ok((f32::INFINITY, f32::NAN));
+        let timed = unsafe { self.held_calls(&direct, calls, ptrs, events, host.call)? };
+        let Some((fastest_call, issue)) = timed else {
+            return Ok(f32::INFINITY);
         };
-        if held_look_again(best, fastest) {
+        host.call = issue;
+        best = best.min(fastest_call);
+        // (A close warm-up's calls were already the closer look.)
+        if calls != HELD_MORE && held_look_again(best, fastest) {
             // SAFETY: the caller's contract.
-            let more = unsafe { self.held_calls(&direct, HELD_MORE, ptrs, events, issue)? };
-            let Some((more, _)) = more else {
-                return Ok((f32::INFINITY, f32::NAN));
+            let more = unsafe { self.held_calls(&direct, HELD_MORE, ptrs, events, host.call)? };
+            let Some((more, issue)) = more else {
+                return Ok(f32::INFINITY);
             };
+            host.call = issue;
             best = best.min(more);
         }
-        Ok((best, issue))
+        Ok(best)
     }
 
     /// `calls` calls of `runner` held ([`Self::hold`]), each timed on its own: the fastest
@@ -1852,6 +1931,44 @@ mod tests {
         assert!(!held_look_again(0.2, f32::INFINITY));
         assert!(!held_look_again(0.2, 0.19));
         assert!(!held_look_again(f32::INFINITY, f32::INFINITY));
+    }
+
+    #[test]
+    fn a_warm_up_within_its_hold_decides_how_many_calls_follow() {
+        use super::{after_warm_up, HELD_FIRST, HELD_MORE, SCREEN_MS};
+        let fastest = 0.02;
+        // Long enough for one call to tell, or twice the fastest: none.
+        assert_eq!(after_warm_up(SCREEN_MS, f32::INFINITY), 0);
+        assert_eq!(after_warm_up(0.3, 0.25), 0);
+        assert_eq!(after_warm_up(0.041, fastest), 0);
+        // Close to the fastest, or the first configuration: the closer look at once.
+        assert_eq!(after_warm_up(0.021, fastest), HELD_MORE);
+        assert_eq!(after_warm_up(0.015, fastest), HELD_MORE);
+        assert_eq!(after_warm_up(0.02, f32::INFINITY), HELD_MORE);
+        // Between: a first look, which may lead to the closer one.
+        assert_eq!(after_warm_up(0.03, fastest), HELD_FIRST);
+    }
+
+    #[test]
+    fn a_warm_ups_hold_follows_the_last_warm_up_but_not_a_first_load() {
+        use super::HostTimes;
+        let mut host = HostTimes::UNKNOWN;
+        let unknown = host.warm_hold();
+        assert!(unknown > 0.0 && unknown < MAX_HOLD_FOR_TEST);
+        // A call's host time measured: a warm-up's hold is sized from it.
+        host.call = 0.01;
+        let from_call = host.warm_hold();
+        assert!(from_call > 2.0 * 0.01 && from_call < unknown, "{from_call}");
+        // A warm-up issued in 0.04 ms: the next one's hold outlasts that.
+        host.warmed(0.04, from_call);
+        let from_warm = host.warm_hold();
+        assert!(from_warm > 0.04 && from_warm < 0.1, "{from_warm}");
+        // A first load (1.2 ms on the host) leaves it as it was.
+        host.warmed(1.2, from_warm);
+        assert_eq!(host.warm_hold().to_bits(), from_warm.to_bits());
+        // A warm-up a little later than its hold is taken in.
+        host.warmed(0.07, from_warm);
+        assert!(host.warm_hold() > 0.07);
     }
 
     #[test]
