@@ -73,6 +73,9 @@
 #   bash scripts/gpu_final.sh held    # the measured tier's timings held and not
 #                                     # (CUDNN_RS_HOLD=0): random layers (RANDOM_SEED), then
 #                                     # efficientnet_b0's first sights, then its tests
+#   bash scripts/gpu_final.sh ab      # the measured tier against the wheel in .carry/alt/, in
+#                                     # alternating rounds: random layers (RANDOM_SEED), then
+#                                     # efficientnet_b0's first sights, each traced
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -452,6 +455,28 @@ held)  # the measured tier with its timings held (the default) and not (CUDNN_RS
   wait "$rust_chain"
   cat "$out/rust_chain.txt"
   grep -q 'rc [1-9]' "$out/rust_chain.txt" && fail=1
+  ;;
+ab)  # the measured tier of this build (1) against the wheel in .carry/alt/ (0), traced, in
+    # the order AB_ORDER (by default 1 0 0 1, so that a drift of the machine hits both
+    # alike), each round layers drawn at random (RANDOM_SEED, MEASURED_ROWS,
+    # MEASURED_MINUTES) and efficientnet_b0's first sights (PROBE_VARIANTS)
+  python3 -m pip install -q --no-deps --no-index --target /tmp/site_alt .carry/alt/*.whl || exit 3
+  variants=${PROBE_VARIANTS:-efficientnet_b0:f16:nchw}
+  abs_out=$(cd "$out" && pwd)
+  TAIL=10 run wheel_demo 60 bash -c wheel_check
+  round=0
+  for which in ${AB_ORDER:-1 0 0 1}; do
+    round=$((round + 1))
+    tag="ab${which}_r$round"
+    site=/tmp/site
+    [ "$which" = 0 ] && site=/tmp/site_alt
+    TAIL=3 PYTHONPATH=$site run "random_measured_$tag" 200 env CUDNN_RS_FIND_TRACE=1 bash -c \
+      "cd bench && python3 random_layers.py --measured --csv $abs_out/random_measured_$tag.csv --seed ${RANDOM_SEED:-43} --rows ${MEASURED_ROWS:-60} --max-minutes ${MEASURED_MINUTES:-2.0} 2>$abs_out/random_${tag}_trace.txt"
+    TAIL=3 PYTHONPATH=$site run "first_sights_$tag" 120 env CUDNN_RS_FIND_TRACE=1 bash -c \
+      "python3 bench/train_probe.py --first --variants $variants --top 10 >$abs_out/first_sights_$tag.txt 2>$abs_out/sights_${tag}_trace.txt"
+  done
+  gzip -f "$out"/*trace.txt
+  ( cd "$out" && tar -czf bundle_ab.tar.gz ./*trace.txt.gz ./*.csv ./first_sights_ab*.txt ./*.log && rm -f ./*trace.txt.gz ./*.csv ./first_sights_ab*.txt ./random_measured_ab*.log ./first_sights_ab*.log )
   ;;
 onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
          # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc
