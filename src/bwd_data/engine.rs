@@ -199,7 +199,7 @@ fn holds() -> bool {
 
 /// Whether a measurement asks cuDNN's heuristics after the first on another thread while
 /// it asks the first (`CUDNN_RS_ASK_BESIDE=0` turns it off; see
-/// [`graph::candidates_beside`]).
+/// [`super::beside::candidates_beside`]).
 fn asks_beside() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| crate::switched_on("CUDNN_RS_ASK_BESIDE"))
@@ -683,7 +683,7 @@ impl CudnnContext {
     fn config_plan_on(
         &self,
         graph: &std::rc::Rc<OpGraph>,
-        beside: Option<&graph::Beside>,
+        beside: Option<&super::beside::Beside>,
         config: EngineConfig,
         from: Option<&crate::backend::Desc>,
         accept: impl Fn(&graph::Notes) -> bool,
@@ -1275,7 +1275,7 @@ impl CudnnContext {
 
     /// The configurations `sources`' heuristics list for `graph` (see
     /// [`graph::candidates`]). Where [`asks_beside`] says, the heuristics after the first
-    /// are asked at the same time on another thread ([`graph::candidates_beside`], with
+    /// are asked at the same time on another thread ([`super::beside::candidates_beside`], with
     /// this context's side context): the configurations they list come with the other
     /// graph and context their plans are built with.
     fn ask_candidates(
@@ -1284,7 +1284,7 @@ impl CudnnContext {
         p: &RawProblem<'_>,
         sources: graph::Sources,
         align: i64,
-    ) -> Result<(Vec<graph::Candidate>, Option<graph::Beside>)> {
+    ) -> Result<(Vec<graph::Candidate>, Option<super::beside::Beside>)> {
         let (major, minor, _) = self.version();
         if asks_beside()
             && (major, minor) >= super::background::OLDEST
@@ -1292,7 +1292,7 @@ impl CudnnContext {
         {
             let mut side = self.side.borrow_mut().take();
             let spec = super::background::Spec::of(p);
-            let asked = graph::candidates_beside(
+            let asked = super::beside::candidates_beside(
                 self.lib, graph, sources, &self.ctx, &mut side, spec, align,
             );
             *self.side.borrow_mut() = side;

@@ -315,7 +315,7 @@ pub(crate) enum Sources {
 }
 
 /// The heuristic modes `sources` draws on, in the order their lists are walked.
-fn modes(sources: Sources) -> &'static [HeurMode] {
+pub(crate) fn modes(sources: Sources) -> &'static [HeurMode] {
     match sources {
         Sources::Instant => &[
             HeurMode::CUDNN_HEUR_MODE_A,
@@ -342,108 +342,13 @@ pub(crate) fn candidates(
     Ok(out)
 }
 
-/// [`candidates`], the heuristics after the first asked at the same time on another
-/// thread, with the handle of `side` (another context on the same device, made there
-/// where there is none yet; left in `side` afterwards) for its own operation graph of
-/// problem `spec` (alpha 1, beta 0, `align`-byte aligned): on the H100 the fallback list
-/// took 0.8-0.9 ms of a 1x1 layer's first sight, after mode A's 2.2-2.5 ms. Their
-/// configurations come after the first heuristic's, without those it lists, marked
-/// [`Candidate::beside`]: their plans are built with that handle for that graph
-/// ([`Beside`]). Where the other thread cannot answer, they are asked here after the
-/// first, as [`candidates`] does, and there is no [`Beside`].
-pub(crate) fn candidates_beside(
-    lib: &'static CudnnLibrary,
-    graph: &OpGraph,
-    sources: Sources,
-    cuda: &std::sync::Arc<cudarc::driver::CudaContext>,
-    side: &mut Option<SideContext>,
-    spec: super::background::Spec,
-    align: i64,
-) -> Result<(Vec<Candidate>, Option<Beside>)> {
-    let (first, rest) = modes(sources).split_at(1);
-    let started = std::time::Instant::now();
-    // The other thread borrows `side`: whatever becomes of the thread, a context there
-    // stays there, with the plans built with its handle before.
-    let (mut out, theirs, ours_ms) = std::thread::scope(|scope| {
-        let slot = &mut *side;
-        let asking = std::thread::Builder::new()
-            .name("cudnn_rs-heuristics".into())
-            .spawn_scoped(scope, move || ask_beside(cuda, slot, &spec, align, rest));
-        let ours: Vec<Candidate> = ranked_in(lib, graph, first, MAX_CANDIDATES).collect();
-        let ours_ms = started.elapsed().as_secs_f64() * 1e3;
-        let theirs = asking.ok().and_then(|a| a.join().ok().flatten());
-        (ours, theirs, ours_ms)
-    });
-    if tracing() {
-        eprintln!(
-            "cudnn_rs find: heuristics beside: the first {ours_ms:.3} ms, all {:.3} ms{}",
-            started.elapsed().as_secs_f64() * 1e3,
-            if theirs.is_some() {
-                ""
-            } else {
-                " (the other thread gave no answer)"
-            }
-        );
-    }
-    let beside = if let (Some((their_graph, listed)), Some(cx)) = (theirs, side.as_ref()) {
-        for mut c in listed {
-            if !out.iter().any(|o| o.config == c.config) {
-                c.beside = true;
-                out.push(c);
-            }
-        }
-        Some(Beside {
-            handle: cx.as_raw(),
-            graph: std::rc::Rc::new(their_graph),
-        })
-    } else {
-        let mut rest = ranked_in(lib, graph, rest, MAX_CANDIDATES);
-        rest.seen = out.iter().map(|c| c.config).collect();
-        out.extend(rest);
-        None
-    };
-    add_unranked(graph, sources, &mut out)?;
-    Ok((out, beside))
-}
-
-/// A measuring context's other context ([`candidates_beside`]).
-type SideContext = Box<crate::context::CudnnContext>;
-
-/// The other thread's part of [`candidates_beside`]: with the context in `side` (made
-/// there, on `cuda`, where there is none), its graph of `spec` and what heuristics
-/// `modes` list for it.
-fn ask_beside(
-    cuda: &std::sync::Arc<cudarc::driver::CudaContext>,
-    side: &mut Option<SideContext>,
-    spec: &super::background::Spec,
-    align: i64,
-    modes: &'static [HeurMode],
-) -> Option<(OpGraph, Vec<Candidate>)> {
-    super::background::capture_mode_thread_local();
-    if side.is_none() {
-        let cx = crate::context::CudnnContext::with_stream(cuda.default_stream()).ok()?;
-        *side = Some(Box::new(cx));
-    }
-    let cx = side.as_ref()?;
-    cx.bind().ok()?;
-    let graph = spec.graph(cx, align).ok()?;
-    let listed: Vec<Candidate> = ranked_in(cx.lib, &graph, modes, MAX_CANDIDATES).collect();
-    Some((graph, listed))
-}
-
-/// The handle and operation graph the configurations [`candidates_beside`] marks
-/// [`Candidate::beside`] were listed for: their plans are built with that handle for that
-/// graph, and run on any handle of the device (cuDNN 9.8 on, see
-/// `bwd_data/background.rs`). The handle is the measuring context's side context's,
-/// which outlives the plans (see `CudnnContext::side`).
-pub(crate) struct Beside {
-    pub(crate) handle: CudnnHandle,
-    pub(crate) graph: std::rc::Rc<OpGraph>,
-}
-
 /// Exhaustive `sources`: each engine of `graph` none of `out` names, with its default
 /// knobs, added to `out`.
-fn add_unranked(graph: &OpGraph, sources: Sources, out: &mut Vec<Candidate>) -> Result<()> {
+pub(crate) fn add_unranked(
+    graph: &OpGraph,
+    sources: Sources,
+    out: &mut Vec<Candidate>,
+) -> Result<()> {
     if sources == Sources::Exhaustive {
         let engines = graph
             .graph
@@ -483,7 +388,7 @@ pub(crate) fn ranked<'a>(
 }
 
 /// [`ranked`] over the heuristic modes `modes`, in their order.
-fn ranked_in<'a>(
+pub(crate) fn ranked_in<'a>(
     lib: &'static CudnnLibrary,
     graph: &'a OpGraph,
     modes: &'static [HeurMode],
@@ -500,6 +405,19 @@ fn ranked_in<'a>(
         knobs: Vec::new(),
         seen: Vec::new(),
     }
+}
+
+/// Every configuration heuristics `modes` list for `graph`, in their order, without
+/// those in `seen` or repeats.
+pub(crate) fn listed_by(
+    lib: &'static CudnnLibrary,
+    graph: &OpGraph,
+    modes: &'static [HeurMode],
+    seen: Vec<EngineConfig>,
+) -> Vec<Candidate> {
+    let mut ranked = ranked_in(lib, graph, modes, MAX_CANDIDATES);
+    ranked.seen = seen;
+    ranked.collect()
 }
 
 /// See [`ranked`].
@@ -639,7 +557,8 @@ pub(crate) struct Candidate {
     pub desc: Option<Desc>,
     /// The heuristic that ranked it first (`None`: not ranked, an exhaustive search's).
     pub from: Option<HeurMode>,
-    /// Listed for the other graph of [`candidates_beside`] (`desc` is that graph's).
+    /// Listed for the other graph of `beside::candidates_beside` (`desc` is that
+    /// graph's).
     pub beside: bool,
 }
 

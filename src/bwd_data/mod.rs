@@ -18,6 +18,7 @@
 //!   default choice's calls resolved once per problem).
 
 pub mod background;
+mod beside;
 pub(crate) mod direct;
 mod engine;
 pub mod graph;
