@@ -496,8 +496,9 @@ impl PyHandle {
     /// Autotunes the graph API on these operands: builds up to `limit` of its engines, the
     /// heuristic's first and then every other (those fitting the math type,
     /// `deterministic` and `max_workspace_bytes`),
-    /// times each (after a warm-up, its calls held so that each call's time is the GPU's
-    /// alone: two, one where the warm-up lasted 0.1 ms, and three more for one shorter
+    /// times each (its calls held so that each call's time is the GPU's alone, the
+    /// warm-up too: no more calls after a warm-up of 0.1 ms or twice the fastest, three
+    /// after one within 15% of the fastest, else two, and three more for one shorter
     /// than 0.1 ms within 15% of the fastest; the up to three within 15% of the fastest
     /// again in three rounds; `CUDNN_RS_HOLD=0` times as the README says) into a scratch
     /// `dx`, and returns
