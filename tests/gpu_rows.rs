@@ -629,15 +629,7 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
     )
     .unwrap();
     // FMA math: no TF32, so every replay must match the first call bit for bit.
-    let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [1, 1],
-        [1, 1],
-        [1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-        MathType::Fma,
-    )
-    .unwrap();
+    let conv = fma_conv(1, 1, 1, 1);
     let size = ctx
         .get_convolution_backward_data_workspace_size(
             w.descriptor(),
@@ -734,15 +726,7 @@ fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
     .unwrap();
     // FMA math: no tensor cores (no TF32), so results are exact to f32 rounding and
     // replays must be bit for bit the first call.
-    let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [1, 1],
-        [1, 1],
-        [1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-        MathType::Fma,
-    )
-    .unwrap();
+    let conv = fma_conv(1, 1, 1, 1);
     let found = ctx
         .find_convolution_backward_data_engine(&w, &dy, dx.descriptor(), &conv, None, None, 8)
         .unwrap();
@@ -926,15 +910,7 @@ fn engines_listed_by_the_heuristics_asked_beside_run_here_and_match_the_referenc
     )
     .unwrap();
     // FMA math: every engine found must agree with the loop to f32 rounding.
-    let conv = ConvolutionDescriptor::<f32, 2>::new(
-        [1, 1],
-        [1, 1],
-        [1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-        MathType::Fma,
-    )
-    .unwrap();
+    let conv = fma_conv(1, 1, 1, 1);
     let found = ctx
         .find_convolution_backward_data_engine(&w, &dy, dx.descriptor(), &conv, None, None, 64)
         .unwrap();
@@ -1091,7 +1067,7 @@ fn depthwise_f32_nhwc_default(c: usize, k: usize, dil: usize, m: usize, nhw: [us
         (&dy_h, y_shape),
         (&dx0, x_shape),
     );
-    let conv = depthwise_conv(pad, 1, dil, c);
+    let conv = fma_conv(pad, 1, dil, c);
     let size = default_workspace(&ctx, &w, &dy, &dx, &conv);
     assert_eq!(size, 0, "the kernel's NHWC entry points need no workspace");
     for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
@@ -1208,13 +1184,9 @@ fn depthwise_geometry(
     BwdDataGeometry::new(&w, &y, &x, &params).unwrap()
 }
 
-/// The f32 convolution (no tensor cores) of a square depthwise layer of `groups` channels.
-fn depthwise_conv(
-    pad: usize,
-    stride: usize,
-    dil: usize,
-    groups: usize,
-) -> ConvolutionDescriptor<f32, 2> {
+/// The f32 convolution with FMA math (no tensor cores, so exact to f32 rounding) of a
+/// square kernel: `groups` channels for a depthwise layer, 1 for a dense one.
+fn fma_conv(pad: usize, stride: usize, dil: usize, groups: usize) -> ConvolutionDescriptor<f32, 2> {
     ConvolutionDescriptor::<f32, 2>::new(
         [pad as i32; 2],
         [stride as i32; 2],
@@ -1275,7 +1247,7 @@ fn depthwise_f32_nchw_default_on(
         (&dy_h, y_shape),
         (&dx0, x_shape),
     );
-    let conv = depthwise_conv(pad, stride, dil, c);
+    let conv = fma_conv(pad, stride, dil, c);
     let size = default_workspace(ctx, &w, &dy, &dx, &conv);
     if twin {
         // The twin needs room for NHWC copies of dy and dx.
