@@ -270,6 +270,35 @@ fn after_warm_up(warm: f32, fastest: f32) -> usize {
     }
 }
 
+/// What a held warm-up lasting `warm` ms on the GPU leaves to time, the fastest
+/// configuration so far taking `fastest` ms: `None` rules the configuration out on the
+/// warm-up's time ([`worth_a_call`]); else its time so far (infinity where the warm-up
+/// cannot tell) and how many held calls follow. `late`: the host took longer to issue
+/// the warm-up than its hold, so its time also holds what the GPU waited on the host,
+/// and rules the configuration out with it, as an unheld one does (a configuration whose
+/// calls the host issues that slowly, on the H100 plans taking 1-6 ms of the host's time
+/// a call, costs a first sight more than its calls' GPU time tells); not ruled out, it
+/// gets [`HELD_FIRST`] calls (one where the warm-up lasted [`SCREEN_MS`]). But the late
+/// warm-up of a plan `compiled` at run time (built just before, as cuDNN keeps no
+/// compiled plan for another) was its module's first load: it rules nothing out, and
+/// [`HELD_FIRST`] calls follow. (On the H100, efficientnet_b0's 672-to-192 1x1 f16 layer
+/// compiled fallback engine 78 for 335 ms, then ruled it out on that warm-up, 1.23 ms
+/// against 0.015; timed, the engine was 12% faster than the others.)
+fn after_held_warm_up(warm: f32, late: bool, compiled: bool, fastest: f32) -> Option<(f32, usize)> {
+    if late && compiled {
+        return Some((f32::INFINITY, HELD_FIRST));
+    }
+    if !worth_a_call(warm, fastest) {
+        return None;
+    }
+    Some(if late {
+        let calls = if warm >= SCREEN_MS { 1 } else { HELD_FIRST };
+        (f32::INFINITY, calls)
+    } else {
+        (warm, after_warm_up(warm, fastest))
+    })
+}
+
 /// Whether a configuration timed held, its fastest call so far taking `best` ms and the
 /// fastest configuration so far `fastest`, gets [`HELD_MORE`] more calls: not where one
 /// call tells ([`SCREEN_MS`]: the refine times the close ones again), nor once it is
@@ -1584,14 +1613,12 @@ impl CudnnContext {
     }
 
     /// One configuration's time in a held timing ([`holds`]). Its warm-up call is held
-    /// too ([`HostTimes::warm_hold`]) and timed. A warm-up that finds the configuration far
-    /// slower ([`worth_a_call`]) gets no more. Where the host issued it within the hold,
-    /// its time is the GPU's, and [`after_warm_up`] says how many more calls to hold; else
-    /// the GPU may have waited on the host between its events (a kernel loaded for the
-    /// first time, or a call the host is slow to issue), and [`HELD_FIRST`] calls follow
-    /// (one where the warm-up lasted [`SCREEN_MS`]). After held calls, [`HELD_MORE`]
-    /// more where [`held_look_again`] says. The time is the fastest call; `host` carries
-    /// the host's times from one configuration to the next. Infinity when a call fails.
+    /// too ([`HostTimes::warm_hold`]) and timed; [`after_held_warm_up`] says whether that
+    /// rules the configuration out (far slower, unless the warm-up was a run-time
+    /// compiled plan's first load) and how many calls to hold next. After held calls,
+    /// [`HELD_MORE`] more where [`held_look_again`] says. The time is the fastest call;
+    /// `host` carries the host's times from one configuration to the next. Infinity when
+    /// a call fails.
     ///
     /// # Safety
     /// The addresses in `ptrs` must be valid for the plan's problem and workspace.
@@ -1614,20 +1641,10 @@ impl CudnnContext {
         };
         let late = timed.issue_ms > hold;
         host.warmed(timed.issue_ms, hold);
-        // A late warm-up's time also holds what the GPU waited on the host, and rules the
-        // configuration out with it, as an unheld one does: a configuration whose calls
-        // the host issues that slowly (on the H100, plans taking 1-6 ms of the host's time
-        // a call) costs a first sight more than its calls' GPU time tells.
-        if !worth_a_call(warm.ms, fastest) {
+        let Some((mut best, calls)) =
+            after_held_warm_up(warm.ms, late, plan.notes.runtime_compiled, fastest)
+        else {
             return Ok(warm.ms);
-        }
-        let (mut best, calls) = if late {
-            (
-                f32::INFINITY,
-                if warm.ms >= SCREEN_MS { 1 } else { HELD_FIRST },
-            )
-        } else {
-            (warm.ms, after_warm_up(warm.ms, fastest))
         };
         if calls == 0 {
             return Ok(best);
@@ -1947,6 +1964,30 @@ mod tests {
         assert_eq!(after_warm_up(0.02, f32::INFINITY), HELD_MORE);
         // Between: a first look, which may lead to the closer one.
         assert_eq!(after_warm_up(0.03, fastest), HELD_FIRST);
+    }
+
+    #[test]
+    fn a_late_warm_up_rules_out_unless_its_plan_was_just_compiled() {
+        use super::{after_held_warm_up, HELD_FIRST, SCREEN_MS};
+        let fastest = 0.015;
+        // A first load of 1.23 ms against 0.015: an engine compiled at run time is timed.
+        assert_eq!(
+            after_held_warm_up(1.23, true, true, fastest),
+            Some((f32::INFINITY, HELD_FIRST))
+        );
+        // Any other late warm-up that far behind rules its configuration out ...
+        assert_eq!(after_held_warm_up(1.23, true, false, fastest), None);
+        // ... and on time too.
+        assert_eq!(after_held_warm_up(1.23, false, true, fastest), None);
+        // A late warm-up within reach: its time is not the GPU's, calls follow.
+        let (best, calls) = after_held_warm_up(0.05, true, false, fastest).unwrap();
+        assert!(best.is_infinite());
+        assert_eq!(calls, HELD_FIRST);
+        let (_, calls) = after_held_warm_up(2.0 * SCREEN_MS, true, false, SCREEN_MS).unwrap();
+        assert_eq!(calls, 1);
+        // On time: its time counts as a call.
+        let (best, _) = after_held_warm_up(0.016, false, false, fastest).unwrap();
+        assert!((best - 0.016).abs() < 1e-6);
     }
 
     #[test]
