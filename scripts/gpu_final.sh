@@ -76,6 +76,7 @@
 #   bash scripts/gpu_final.sh ab      # the measured tier against the wheel in .carry/alt/, in
 #                                     # alternating rounds: random layers (RANDOM_SEED), then
 #                                     # efficientnet_b0's first sights, each traced
+#   bash scripts/gpu_final.sh suite   # the broad suite alone (BROAD_BATCH, BROAD_MINUTES)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -216,6 +217,10 @@ suites)  # the anchor suite and the broad suite in one call
 broad)  # the broad suite, then our configurations beside the frontend autotune's
   TAIL=16 run broad 330 python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch real --max-minutes 4.6
   TAIL=80 run candidates 150 bash -c 'cd bench && python3 candidates.py --rows dil2_3x3_c256_28:tf32 3d_3x3x3_c64_16x56:f16'
+  ;;
+suite)  # the broad suite alone (BROAD_BATCH, BROAD_MINUTES, BROAD_LIMIT), for a call's
+       # last minutes of device time
+  TAIL=40 run broad "${BROAD_LIMIT:-330}" python3 bench/broad.py --csv "$out/broad.csv" --png "$out/broad.png" --md "$out/broad.md" --batch "${BROAD_BATCH:-real}" --max-minutes "${BROAD_MINUTES:-4.3}"
   ;;
 check)  # the GPU tests (pip cuDNN), then the broad suite
   TAIL=12 run wheel_demo 60 bash -c wheel_check
