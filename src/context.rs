@@ -67,13 +67,13 @@ pub struct CudnnContext {
     /// Where the last engine measurement's time went.
     pub(crate) last_find_timing: std::cell::Cell<FindTiming>,
     /// How many configurations the last engine measurement timed that the heuristics
-    /// asked beside it listed (`bwd_data::graph::candidates_beside`).
+    /// asked beside it listed (`bwd_data::beside::candidates_beside`).
     pub(crate) last_find_beside: std::cell::Cell<usize>,
     /// Measured algorithms and engines by problem: the cache every find goes through
     /// (typed Rust and Python), saved by [`Self::save_algorithm_cache`].
     pub(crate) finds: FindCache,
     /// A second context on the device, whose handle asks cuDNN's later heuristics while
-    /// this one asks the first (see `bwd_data::graph::candidates_beside`), made at the
+    /// this one asks the first (see `bwd_data::beside::candidates_beside`), made at the
     /// first measurement that does. Last, so that the plans built with its handle, which
     /// this context's caches keep, are dropped before it.
     pub(crate) side: std::cell::RefCell<Option<Box<CudnnContext>>>,

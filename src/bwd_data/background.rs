@@ -42,7 +42,7 @@ use crate::problem::RawProblem;
 use crate::tensor::{Format, RawDescriptor, Role};
 
 /// The oldest cuDNN whose plans this module builds on another handle (and the
-/// measurements' heuristics asked beside, `graph::candidates_beside`).
+/// measurements' heuristics asked beside, `beside::candidates_beside`).
 pub(crate) const OLDEST: (usize, usize) = (9, 8);
 
 /// Problems handed to the builder and not yet built (every context's).
@@ -89,7 +89,7 @@ extern "C" fn stop_builder() {
 type TensorSpec = (Role, DType, Format, Vec<usize>);
 
 /// A problem as plain data, for another thread to describe again (the builder here, and
-/// the heuristics asked beside a measurement, see [`graph::candidates_beside`]).
+/// the heuristics asked beside a measurement, see [`super::beside::candidates_beside`]).
 pub(crate) struct Spec {
     /// w, dy, dx.
     tensors: [TensorSpec; 3],

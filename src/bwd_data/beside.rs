@@ -18,10 +18,11 @@ use cudarc::cudnn::sys::cudnnBackendHeurMode_t as HeurMode;
 /// [`graph::candidates`], the heuristics after the first asked at the same time on another
 /// thread, with the handle of `side` (another context on the same device, made there
 /// where there is none yet; left in `side` afterwards) for its own operation graph of
-/// problem `spec` (alpha 1, beta 0, `align`-byte aligned). Their configurations come after the first heuristic's, without those it lists, marked
-/// `Candidate::beside`: their plans are built with that handle for that graph
-/// ([`Beside`]). Where the other thread cannot answer, they are asked here after the
-/// first, as [`graph::candidates`] does, and there is no [`Beside`].
+/// problem `spec` (alpha 1, beta 0, `align`-byte aligned). Their configurations come
+/// after the first heuristic's, without those it lists, marked `Candidate::beside`: their
+/// plans are built with that handle for that graph ([`Beside`]). Where the other thread
+/// cannot answer, they are asked here after the first, as [`graph::candidates`] does, and
+/// there is no [`Beside`].
 pub(crate) fn candidates_beside(
     lib: &'static CudnnLibrary,
     graph: &OpGraph,
