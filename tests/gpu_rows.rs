@@ -605,21 +605,7 @@ fn repeated_calls_replayed_as_cuda_graphs_stay_correct() {
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(11);
     let (w_shape, dy_shape, dx_shape) = ([8usize, 4, 3, 3], [2usize, 8, 9, 9], [2usize, 4, 9, 9]);
-    let w_h: Vec<f32> = (0..288).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let dy_h: Vec<f32> = (0..2 * 8 * 81)
-        .map(|_| rng.random_range(-1.0..1.0))
-        .collect();
-    let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
-    let mut want = vec![0.0f32; 2 * 4 * 81];
-    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
+    let (w_h, dy_h, want) = same_3x3_problem(&mut rng, w_shape, dy_shape, dx_shape);
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), [8, 4, 3, 3], NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), [2, 8, 9, 9], NCHW).unwrap();
     let mut dx = Tensor::<f32, NCHW, _, 4>::new(
@@ -691,20 +677,8 @@ fn graph_api_engines_autotune_respect_the_math_type_and_replay_exactly() {
         [4usize, 16, 12, 12],
         [4usize, 8, 12, 12],
     );
-    let (nw, ndy, ndx) = (16 * 8 * 9, 4 * 16 * 144, 4 * 8 * 144);
-    let w_h: Vec<f32> = (0..nw).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let dy_h: Vec<f32> = (0..ndy).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
-    let mut want = vec![0.0f32; ndx];
-    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
+    let ndx = 4 * 8 * 144;
+    let (w_h, dy_h, want) = same_3x3_problem(&mut rng, w_shape, dy_shape, dx_shape);
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let w = Filter::<f32, NHWC, _, 4>::new(
         upload(&stream, &to_storage(&w_h, &w_shape, Format::Nhwc)),
@@ -882,24 +856,8 @@ fn engines_listed_by_the_heuristics_asked_beside_run_here_and_match_the_referenc
         [2usize, 24, 10, 10],
         [2usize, 12, 10, 10],
     );
-    let w_h: Vec<f32> = (0..w_shape.iter().product())
-        .map(|_| rng.random_range(-1.0..1.0))
-        .collect();
-    let dy_h: Vec<f32> = (0..dy_shape.iter().product())
-        .map(|_| rng.random_range(-1.0..1.0))
-        .collect();
     let ndx: usize = dx_shape.iter().product();
-    let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
-    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
-    let mut want = vec![0.0f32; ndx];
-    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
+    let (w_h, dy_h, want) = same_3x3_problem(&mut rng, w_shape, dy_shape, dx_shape);
     let dims = |s: [usize; 4]| s.map(|d| i32::try_from(d).unwrap());
     let w = Filter::<f32, NCHW, _, 4>::new(upload(&stream, &w_h), dims(w_shape), NCHW).unwrap();
     let dy = Tensor::<f32, NCHW, _, 4>::new(upload(&stream, &dy_h), dims(dy_shape), NCHW).unwrap();
@@ -1182,6 +1140,31 @@ fn depthwise_geometry(
     )
     .unwrap();
     BwdDataGeometry::new(&w, &y, &x, &params).unwrap()
+}
+
+/// Random w and dy (uniform in [-1, 1)) for a 3x3 convolution of stride 1 and padding 1
+/// with these NCHW shapes, and the reference loop's dx for them.
+fn same_3x3_problem(
+    rng: &mut StdRng,
+    w_shape: [usize; 4],
+    dy_shape: [usize; 4],
+    dx_shape: [usize; 4],
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let w_h = draw(w_shape.iter().product());
+    let dy_h = draw(dy_shape.iter().product());
+    let params = ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap();
+    let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
+    let mut want = vec![0.0f32; dx_shape.iter().product()];
+    naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
+    (w_h, dy_h, want)
 }
 
 /// The f32 convolution with FMA math (no tensor cores, so exact to f32 rounding) of a
