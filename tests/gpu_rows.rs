@@ -1142,6 +1142,18 @@ fn depthwise_geometry(
     BwdDataGeometry::new(&w, &y, &x, &params).unwrap()
 }
 
+/// The parameters of a dense 3x3 cross-correlation of stride 1 and padding 1 (same size).
+fn same_3x3_params() -> ConvParams {
+    ConvParams::new(
+        &[1, 1],
+        &[1, 1],
+        &[1, 1],
+        1,
+        ConvolutionMode::CrossCorrelation,
+    )
+    .unwrap()
+}
+
 /// Random w and dy (uniform in [-1, 1)) for a 3x3 convolution of stride 1 and padding 1
 /// with these NCHW shapes, and the reference loop's dx for them.
 fn same_3x3_problem(
@@ -1153,14 +1165,7 @@ fn same_3x3_problem(
     let mut draw = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
     let w_h = draw(w_shape.iter().product());
     let dy_h = draw(dy_shape.iter().product());
-    let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
+    let params = same_3x3_params();
     let geo = BwdDataGeometry::new(&w_shape, &dy_shape, &dx_shape, &params).unwrap();
     let mut want = vec![0.0f32; dx_shape.iter().product()];
     naive_nchw(&geo, 1.0, &w_h, &dy_h, 0.0, &mut want);
@@ -1353,14 +1358,7 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
         MathType::Default,
     )
     .unwrap();
-    let params = ConvParams::new(
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        1,
-        ConvolutionMode::CrossCorrelation,
-    )
-    .unwrap();
+    let params = same_3x3_params();
     let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
     for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
         let start = if beta == 0.0 {
