@@ -362,11 +362,13 @@ impl CudnnContext {
     }
 }
 
-/// Allocates `len` bytes on `stream`, mapping out-of-memory to its own error.
+/// Allocates `len` bytes on `stream` from the library's pool of its device, which keeps
+/// freed memory (see [`crate::release_cached_memory`]), mapping out-of-memory to its own
+/// error.
 pub fn alloc_bytes(stream: &Arc<CudaStream>, len: usize) -> Result<CudaSlice<u8>> {
     // SAFETY: the bytes are uninitialised; every user writes before reading (cuDNN
     // writes dx and workspace; uploads fill tensors).
-    unsafe { stream.alloc::<u8>(len) }.map_err(|e| match Error::from(e) {
+    unsafe { crate::pool::alloc(stream, len) }.map_err(|e| match Error::from(e) {
         Error::OutOfMemory { detail, .. } => Error::OutOfMemory {
             requested_bytes: len,
             detail,

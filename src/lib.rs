@@ -19,6 +19,7 @@ pub mod find_cache;
 pub mod library;
 pub mod math_type;
 pub mod memory;
+mod pool;
 pub mod problem;
 pub mod reference;
 pub mod sys;
@@ -43,6 +44,7 @@ pub use determinism::Determinism;
 pub use error::{CudnnError, Error, IntoResult, Result};
 pub use math_type::MathType;
 pub use memory::{BorrowedDeviceBuffer, GpuBuffer, GpuBufferMut};
+pub use pool::release_cached_memory;
 pub use tensor::{
     Format, NCHWVectC8x32, NCHWVectC8x4, SupportedType, Tensor, TensorDescriptor, TensorFormat,
     NCHW, NHWC,

@@ -1475,3 +1475,36 @@ fn measured_default_runs_the_kernel_until_the_background_build_is_taken_in() {
     let (timed, _) = ctx.last_find_report();
     assert!(timed > 0, "the call after the build measured nothing");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn device_memory_the_library_frees_is_kept_for_reuse_until_released() {
+    let cuda = CudnnContext::cuda_context(0).unwrap();
+    // SAFETY: this context is the test's own and only its default stream is used, so no
+    // slice needs ordering by events across streams.
+    unsafe { cuda.disable_event_tracking() };
+    let stream = cuda.default_stream();
+    let len = 64 << 20;
+    cudnn_rs::release_cached_memory(Some(0)).unwrap();
+    let first = cudnn_rs::context::alloc_bytes(&stream, len).unwrap();
+    let address = {
+        let (p, _g) = cudarc::driver::DevicePtr::device_ptr(&first, &stream);
+        p
+    };
+    drop(first);
+    stream.synchronize().unwrap();
+    // Kept across the synchronisation: the next allocation of the size takes it again.
+    let again = cudnn_rs::context::alloc_bytes(&stream, len).unwrap();
+    let (p, g) = cudarc::driver::DevicePtr::device_ptr(&again, &stream);
+    assert_eq!(p, address, "freed memory was not reused");
+    drop(g);
+    drop(again);
+    let released = cudnn_rs::release_cached_memory(Some(0)).unwrap();
+    assert!(released >= len, "released {released} bytes of {len}");
+    assert_eq!(cudnn_rs::release_cached_memory(Some(0)).unwrap(), 0);
+    // Allocating again after everything went back works, and the memory is usable.
+    let mut fresh = cudnn_rs::context::alloc_bytes(&stream, len).unwrap();
+    stream.memset_zeros(&mut fresh).unwrap();
+    let host = stream.clone_dtoh(&fresh).unwrap();
+    assert!(host.iter().all(|&b| b == 0));
+}
