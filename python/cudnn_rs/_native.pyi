@@ -84,6 +84,7 @@ __all__ = [
     "i8",
     "i32",
     "i64",
+    "release_cached_memory",
     "supported_configurations",
     "u8",
     "wait_background_builds",
@@ -3368,6 +3369,13 @@ def cuda_available() -> bool:
 
 def device_count() -> int:
     """Number of CUDA devices (0 without a driver). Never raises."""
+
+def release_cached_memory(device: int | None = None) -> int:
+    """Hands the device memory the library keeps for its next allocations (freed
+    ``dx`` of the one-call API, workspaces, tensors) back to the system, on ``device``
+    or, where None, every device; waits for the device's queued work first. Returns
+    how many bytes it handed back (0 where the library allocated nothing). Raises
+    ``ValueError`` for a negative device."""
 
 def wait_background_builds(timeout_ms: float = 10000.0) -> bool:
     """Waits (without the GIL) until the background thread that builds cuDNN's

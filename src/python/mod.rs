@@ -44,6 +44,26 @@ fn wait_background_builds(py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
     Ok(py.detach(|| crate::bwd_data::background::wait_idle(timeout)))
 }
 
+/// Hands the device memory the library keeps for its next allocations (freed `dx` of the
+/// one-call API, workspaces, tensors) back to the system, on `device` or, where None,
+/// every device; waits for the device's queued work first. Returns how many bytes it
+/// handed back (0 where the library allocated nothing).
+#[pyfunction]
+#[pyo3(signature = (device = None))]
+fn release_cached_memory(py: Python<'_>, device: Option<i64>) -> PyResult<usize> {
+    let ordinal = device
+        .map(|d| {
+            usize::try_from(d).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "device must be a device ordinal >= 0, got {d}"
+                ))
+            })
+        })
+        .transpose()?;
+    py.detach(|| crate::release_cached_memory(ordinal))
+        .map_err(|e| errors::to_py(py, e))
+}
+
 /// Argument `name`, `ms` milliseconds, as a duration: a `ValueError` unless it is a number
 /// of 0 or more (more than 0 where `positive`) that a duration holds (not NaN, not
 /// infinite, not beyond about 5.8e14 years).
@@ -104,6 +124,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(wait_background_builds, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(release_cached_memory, m)?)?;
     m.add_function(wrap_pyfunction!(_add_cudnn_search_dir, m)?)?;
     m.add_function(wrap_pyfunction!(_cudnn_origin, m)?)?;
     m.add_function(wrap_pyfunction!(info::_driver_info, m)?)?;

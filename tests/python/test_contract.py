@@ -68,6 +68,7 @@ EXTENDED_NAMES = [
     "AlgoPerf",
     "DeviceMismatchError",
     "device_count",
+    "release_cached_memory",
     "supported_configurations",
 ]
 
@@ -158,6 +159,16 @@ def test_device_count_agrees_with_cuda_available() -> None:
     assert type(count) is int and count >= 0
     if count == 0:
         assert cd.cuda_available() is False
+
+
+def test_release_cached_memory_refuses_a_negative_device_and_counts_bytes() -> None:
+    with pytest.raises(ValueError, match="device"):
+        cd.release_cached_memory(-1)
+    for device in (None, 0, 7):
+        released = cd.release_cached_memory(device)
+        assert type(released) is int and released >= 0
+        if not cd.cuda_available():  # nothing was ever allocated on a device here
+            assert released == 0
 
 
 def test_cpu_handle_basics(cpu: cd.Handle) -> None:

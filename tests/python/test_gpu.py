@@ -356,6 +356,27 @@ def test_one_call_on_gpu(gpu: cd.Handle, rng: np.random.Generator) -> None:
     assert_close(dx.to_numpy(), problem.expected(), "f32", "one call", TF32_TOLERANCE)
 
 
+def test_freed_device_memory_is_kept_for_reuse_until_released(gpu: cd.Handle) -> None:
+    shape = (1, 64, 512, 512)  # 64 MiB of f32
+    nbytes = 64 << 20
+    cd.release_cached_memory(0)
+    t = cd.Tensor.empty(gpu, shape)
+    address = t.__cuda_array_interface__["data"][0]
+    del t
+    gpu.synchronize()
+    # The freed bytes stay in the library's pool across a synchronisation: the next
+    # allocation of the size on the stream takes them again.
+    again = cd.Tensor.empty(gpu, shape)
+    assert again.__cuda_array_interface__["data"][0] == address
+    del again
+    released = cd.release_cached_memory(0)
+    assert released >= nbytes, released
+    assert cd.release_cached_memory(0) == 0
+    # Allocation still works once the pool handed everything back.
+    fresh = cd.Tensor.zeros(gpu, shape)
+    assert fresh.nbytes == nbytes and not np.any(fresh.to_numpy())
+
+
 def test_cpu_operands_with_a_gpu_handle_are_refused(
     gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
 ) -> None:
