@@ -77,6 +77,9 @@
 #                                     # alternating rounds: random layers (RANDOM_SEED), then
 #                                     # efficientnet_b0's first sights, each traced
 #   bash scripts/gpu_final.sh suite   # the broad suite alone (BROAD_BATCH, BROAD_MINUTES)
+#   bash scripts/gpu_final.sh pool    # bench/pool_probe.py: the one-call API against the
+#                                     # explicit path, the memory pool as started and keeping
+#                                     # freed memory; this build, then .carry/alt/'s
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -197,6 +200,14 @@ verify)
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
   TAIL=16 run host_overhead 60 python3 bench/host_overhead.py 3000
   TAIL=14 run train 200 python3 bench/train.py --csv "$out/train.csv" --md "$out/train.md" --max-minutes 2.4
+  ;;
+pool)  # why the one-call API's GPU time is over the explicit path's: this build, then
+       # (where .carry/alt/ holds one) another's
+  TAIL=40 run pool_probe "${POOL_LIMIT:-200}" bash -c 'cd bench && python3 pool_probe.py'
+  if ls .carry/alt/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-deps --no-index --target /tmp/site_alt .carry/alt/*.whl || exit 3
+    TAIL=40 PYTHONPATH=/tmp/site_alt run pool_probe_alt "${POOL_LIMIT:-200}" bash -c 'cd bench && python3 pool_probe.py'
+  fi
   ;;
 probe)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
