@@ -434,6 +434,32 @@ class ArrayDgrad:
         return cd.conv_input_grad(x.shape, w, gy, *args, benchmark=True)
 
 
+class OneCallDgrad:
+    """The one-call API as a user writes it inside a Function:
+    `cudnn_rs.convolution_backward_data` on PyTorch's tensors imported by DLPack, no
+    algorithm given (the default choice), a fresh dx from cudnn_rs's memory, handed to
+    PyTorch by DLPack. One handle per device on PyTorch's current stream and one
+    descriptor per convolution and math mode (`OursDgrad`'s)."""
+
+    name = "fn+ours one-call"
+    how = "convolution_backward_data(h, w, dy, conv, x_shape) + torch.from_dlpack"
+
+    def __init__(self) -> None:
+        self.ours = OursDgrad(measured=False, cpu=False)
+
+    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+        h = self.ours._state(x.device).handle
+        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
+        fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
+        conv = self.ours._conv(spec, fma)
+        wc = cd.Filter.from_dlpack(
+            w.detach().contiguous(memory_format=mf), fmt, handle=h
+        )
+        dyc = cd.Tensor.from_dlpack(gy, fmt, handle=h)
+        dx = cd.convolution_backward_data(h, wc, dyc, conv, tuple(x.shape), format=fmt)
+        return torch.from_dlpack(dx)
+
+
 class ConvFn(torch.autograd.Function):
     """A convolution whose input gradient comes from `backend`; weight and bias
     gradients from PyTorch."""
@@ -566,7 +592,11 @@ def step_ms(case: Case, backend, device: str) -> float:
         Dispatch.backend = None
 
 
-PAIRS = (("ratio_default", "fn_ours"), ("ratio_measured", "fn_ours_measured"))
+PAIRS = (
+    ("ratio_default", "fn_ours"),
+    ("ratio_measured", "fn_ours_measured"),
+    ("ratio_one_call", "fn_one_call"),
+)
 
 
 def time_modes(case: Case, modes: dict, args) -> dict:
@@ -685,6 +715,11 @@ def run_model_variant(mc: ModelCase, v: Variant, ctx: dict, args) -> dict:
     try:
         if not args.no_check:
             rec.update(grad_check(base, x32, cot, ref, v, ctx["modes"]["fn_ours"]))
+            one_call = ctx["modes"].get("fn_one_call")
+            if one_call is not None:
+                checked = grad_check(base, x32, cot, ref, v, one_call)
+                rec["one_call_grad_err"] = checked["grad_err"]
+                rec["one_call_grad_ok"] = checked["grad_ok"]
         case = make_case(base, x32, labels, v)
         rec.update(time_modes(case, ctx["modes"], args))
     except Exception as exc:
@@ -722,8 +757,10 @@ COLUMNS = [
     "fn+torch dgrad ms",
     "fn+cudnn_rs default ms",
     "fn+cudnn_rs measured ms",
+    "fn+cudnn_rs one-call ms",
     "ratio default",
     "ratio measured",
+    "ratio one-call",
     "grad max rel err",
     "torch grad err",
     "check",
@@ -755,6 +792,8 @@ def table_row(rec: dict) -> list[str]:
         check = "not checked"
     else:
         check = "ok" if rec["grad_ok"] else f"GRAD MISMATCH ({rec['grad_worst']})"
+        if rec.get("one_call_grad_ok") is False:
+            check += "; one-call GRAD MISMATCH"
     return [
         rec["model"],
         rec["dtype"],
@@ -764,8 +803,10 @@ def table_row(rec: dict) -> list[str]:
         _ms(rec.get("fn_torch_ms")),
         _ms(rec.get("fn_ours_ms")),
         _ms(rec.get("fn_ours_measured_ms")),
+        _ms(rec.get("fn_one_call_ms")),
         _ratio(rec, "ratio_default"),
         _ratio(rec, "ratio_measured"),
+        _ratio(rec, "ratio_one_call"),
         _err(rec.get("grad_err")),
         _err(rec.get("torch_grad_err")),
         check,
@@ -777,8 +818,13 @@ def summary(rows: list[dict]) -> list[str]:
     for key, what, geo_target, worst_target in (
         ("ratio_default", "fn+cudnn_rs default / fn+torch dgrad", 1.02, 1.10),
         ("ratio_measured", "fn+cudnn_rs measured / fn+torch dgrad", 1.00, None),
+        ("ratio_one_call", "fn+cudnn_rs one-call API / fn+torch dgrad", 1.02, 1.10),
     ):
-        vals = [(r[key], r) for r in rows if isinstance(r[key], float) and r[key] > 0]
+        vals = [
+            (r[key], r) for r in rows if isinstance(r.get(key), float) and r[key] > 0
+        ]
+        if not vals and key == "ratio_one_call":  # only with --one-call
+            continue
         if not vals:
             lines.append(f"- {what}: no rows")
             continue
@@ -795,7 +841,13 @@ def summary(rows: list[dict]) -> list[str]:
                 for v, r in worst
             )
         )
-    bad = [r for r in rows if "error" in r or r.get("grad_ok") is False]
+    bad = [
+        r
+        for r in rows
+        if "error" in r
+        or r.get("grad_ok") is False
+        or r.get("one_call_grad_ok") is False
+    ]
     lines.append(f"- runs with an error or a gradient mismatch: {len(bad)}")
     return lines
 
@@ -834,6 +886,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-check", action="store_true", help="skip the gradient check")
+    ap.add_argument(
+        "--one-call",
+        action="store_true",
+        help="also the Function with the one-call API (convolution_backward_data with "
+        "no algorithm, a fresh dx from cudnn_rs handed to PyTorch by DLPack)",
+    )
     ap.add_argument(
         "--max-minutes",
         type=float,
@@ -875,6 +933,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fn_ours": ours,
         "fn_ours_measured": ours_measured,
     }
+    if args.one_call and not cpu:
+        modes["fn_one_call"] = OneCallDgrad()
     gpu = torch.cuda.get_device_name() if not cpu else "cpu"
     header = [
         f"# training steps: {gpu}, torch {torch.__version__}, torchvision "
@@ -883,6 +943,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.steps} rounds of one step per mode after {args.warmup} warm-up steps "
         "per mode; ratios paired per round",
     ]
+    if "fn_one_call" in modes:
+        header.append(f"fn+cudnn_rs one-call = {modes['fn_one_call'].how}")
     print("\n".join(header), flush=True)
 
     start = time.perf_counter()
