@@ -6,7 +6,7 @@
 //! took 0.17-0.74 s a shape (`bench/rtc_probe.py`), all of it on the thread that built the
 //! plan, and cuDNN keeps nothing of it for another handle or plan. For the
 //! problems where the measured default would time that engine against the others and the
-//! depthwise kernel of our own runs them too ([`super::direct::deferred`]), a first sight
+//! depthwise kernel of our own runs them too (`direct::deferred`), a first sight
 //! instead runs the kernel and hands the problem to one builder thread per process, which
 //! builds those engines' plans on a cuDNN handle of its own. A later call of the problem
 //! that finds them built takes them into its context (a plan runs on whichever handle
@@ -20,7 +20,7 @@
 //!
 //! At process exit the builder stops: an exit handler, registered once cuDNN is loaded
 //! (so it runs before cuDNN's own), waits for the build in progress (at most
-//! [`EXIT_WAIT`]) and drops the rest, so that cuDNN is not torn down under it.
+//! `EXIT_WAIT`) and drops the rest, so that cuDNN is not torn down under it.
 //!
 //! `CUDNN_RS_BACKGROUND=0` in the environment turns this off (the plans are then built on
 //! the caller's thread at the first sight, as before); so does a cuDNN older than 9.8,
