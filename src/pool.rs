@@ -91,10 +91,11 @@ fn pool_for(ctx: &Arc<CudaContext>) -> Option<sys::CUmemoryPool> {
 }
 
 /// Allocates `len` uninitialised bytes on `stream` from its device's pool that keeps
-/// freed memory (see the module's documentation). Out of memory, the pools's kept memory
+/// freed memory (see the module's documentation). Out of memory, the pool's kept memory
 /// goes back to the system and the allocation is tried once more. Where that pool cannot
-/// serve (no stream-ordered allocation on the device, cudarc's event tracking on, which
-/// it would need events for), cudarc's allocation from the device's current pool.
+/// serve (an empty allocation, a device without stream-ordered allocation, or a context
+/// with cudarc's event tracking on, whose slices would need events made for them), it is
+/// cudarc's allocation from the device's current pool.
 ///
 /// # Safety
 /// The bytes are uninitialised: the caller writes them before anything reads them.
