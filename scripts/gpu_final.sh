@@ -80,6 +80,10 @@
 #   bash scripts/gpu_final.sh pool    # bench/pool_probe.py: the one-call API against the
 #                                     # explicit path, the memory pool as started and keeping
 #                                     # freed memory; this build, then .carry/alt/'s
+#   bash scripts/gpu_final.sh onecallstep # bench/onecall_step_probe.py: where the one-call
+#                                     # API's extra time in host-bound training steps goes
+#                                     # (ResNet-50, MobileNet-V3; f16 channels-last), with the
+#                                     # CUDA-graph replay and without (CUDNN_RS_GRAPHS=0)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -208,6 +212,12 @@ pool)  # why the one-call API's GPU time is over the explicit path's: this build
     python3 -m pip install -q --no-deps --no-index --target /tmp/site_alt .carry/alt/*.whl || exit 3
     TAIL=40 PYTHONPATH=/tmp/site_alt run pool_probe_alt "${POOL_LIMIT:-200}" bash -c 'cd bench && python3 pool_probe.py'
   fi
+  ;;
+onecallstep)  # the one-call API in training steps, split (see the usage above)
+  for model in ${STEP_MODELS:-resnet50 mobilenet_v3_large}; do
+    TAIL=10 run "step_probe_$model" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
+    CUDNN_RS_GRAPHS=0 TAIL=10 run "step_probe_${model}_no_graphs" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
+  done
   ;;
 probe)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
