@@ -19,6 +19,9 @@ batch, interleaved step by step:
                   builds without it: the explicit API with DefaultAlgo / BestEngine)
   fn+ours meas.   the same with the measured tier (conv_input_grad(benchmark=True);
                   explicit API: a Handle(benchmark=True))
+  fn+ours 1call   with --one-call: the same Function with the one-call API
+                  (convolution_backward_data, no algorithm, on imports of w and dy; its
+                  fresh dx handed to PyTorch by torch.from_dlpack), gradient-checked too
 Weight and bias gradients always come from aten.convolution_backward (mask [False, w,
 b]). Step time: median over --steps rounds of one step per mode (after --warmup steps
 per mode), each step synchronised; ratios are paired per round (our step over fn+torch
