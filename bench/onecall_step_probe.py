@@ -59,15 +59,7 @@ class OneCallDropped(OneCallDgrad):
     name = "one-call, no torch.from_dlpack"
 
     def dgrad(self, gy, x, w, spec, mf):
-        h = self.ours._state(x.device).handle
-        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
-        fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
-        conv = self.ours._conv(spec, fma)
-        wc = cd.Filter.from_dlpack(
-            w.detach().contiguous(memory_format=mf), fmt, handle=h
-        )
-        dyc = cd.Tensor.from_dlpack(gy, fmt, handle=h)
-        cd.convolution_backward_data(h, wc, dyc, conv, tuple(x.shape), format=fmt)
+        self.one_call(gy, x, w, spec, mf)
         return TorchDgrad().dgrad(gy, x, w, spec, mf)
 
 

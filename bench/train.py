@@ -450,7 +450,8 @@ class OneCallDgrad:
     def __init__(self) -> None:
         self.ours = OursDgrad(measured=False, cpu=False)
 
-    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+    def one_call(self, gy, x, w, spec: ConvSpec, mf) -> cd.Tensor:
+        """The imports and the one-call API: cudnn_rs's dx."""
         h = self.ours._state(x.device).handle
         fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
         fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
@@ -459,8 +460,12 @@ class OneCallDgrad:
             w.detach().contiguous(memory_format=mf), fmt, handle=h
         )
         dyc = cd.Tensor.from_dlpack(gy, fmt, handle=h)
-        dx = cd.convolution_backward_data(h, wc, dyc, conv, tuple(x.shape), format=fmt)
-        return torch.from_dlpack(dx)
+        return cd.convolution_backward_data(
+            h, wc, dyc, conv, tuple(x.shape), format=fmt
+        )
+
+    def dgrad(self, gy, x, w, spec: ConvSpec, mf) -> torch.Tensor:
+        return torch.from_dlpack(self.one_call(gy, x, w, spec, mf))
 
 
 class ConvFn(torch.autograd.Function):
