@@ -11,7 +11,7 @@
 //! hands it back and tries once more. The device's current pool is left as it is: other
 //! libraries in the process keep their own settings.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::result::mem_pool;
@@ -33,7 +33,7 @@ unsafe impl Send for DevicePool {}
 
 /// The pools by device ordinal; `None` where making one failed (the device's current pool
 /// serves then, as it does cudarc).
-static POOLS: Mutex<Option<HashMap<usize, Option<DevicePool>>>> = Mutex::new(None);
+static POOLS: Mutex<BTreeMap<usize, Option<DevicePool>>> = Mutex::new(BTreeMap::new());
 
 /// Makes a pool of device memory on `ctx`'s device that keeps what is freed.
 fn make_pool(ctx: &Arc<CudaContext>) -> Result<DevicePool, DriverError> {
@@ -81,7 +81,6 @@ fn make_pool(ctx: &Arc<CudaContext>) -> Result<DevicePool, DriverError> {
 fn pool_for(ctx: &Arc<CudaContext>) -> Option<sys::CUmemoryPool> {
     let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
     let entry = pools
-        .get_or_insert_with(HashMap::new)
         .entry(ctx.ordinal())
         .or_insert_with(|| make_pool(ctx).ok());
     entry
@@ -139,14 +138,12 @@ pub(crate) unsafe fn alloc(
 pub fn release_cached_memory(ordinal: Option<usize>) -> Result<usize> {
     let pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
     let mut released = 0usize;
-    for (_, p) in pools
+    for p in pools
         .iter()
-        .flatten()
         .filter(|(o, _)| ordinal.is_none_or(|want| want == **o))
+        .filter_map(|(_, p)| p.as_ref())
     {
-        if let Some(p) = p {
-            released = released.saturating_add(p.release()?);
-        }
+        released = released.saturating_add(p.release()?);
     }
     Ok(released)
 }
