@@ -13,8 +13,10 @@ host-bound steps, where `conv_input_grad` takes 1.00x). Same model, batch and Fu
   returned instead (so the step's own tensors stay the same);
 - `imports only`: the two imports, then PyTorch's dgrad.
 
-Median step time over rounds of one step per backend (after warm-up steps), and the
-extra time per convolution over `torch`.
+Median step time over rounds of one step per backend (after warm-up steps), the
+extra time per convolution over `torch`, and per step how the library issued its work
+(`cudnn_rs._call_counts()`: graph replays, captures, direct runs, variant packs, pool
+allocations).
 
 Usage (GPU machine): python bench/onecall_step_probe.py [--model resnet50]
 [--variant f16:cl] [--steps 12]
@@ -91,17 +93,27 @@ def main() -> int:
         for _ in range(args.warmup):
             step_ms(case, b, "cuda")
     times: dict[str, list[float]] = {n: [] for n in backends}
+    counts: dict[str, dict[str, int]] = {n: {} for n in backends}
+    read_counts = getattr(cd._native, "_call_counts", dict)
     names = list(backends)
     for r in range(args.steps):
         order = names[r % len(names) :] + names[: r % len(names)]
         for n in order:
+            before = read_counts()
             times[n].append(step_ms(case, backends[n], "cuda"))
+            for k, v in read_counts().items():
+                counts[n][k] = counts[n].get(k, 0) + v - before.get(k, 0)
     base_ms = statistics.median(times["torch"])
     print(f"{mc.name} {v.short} {v.layout}: {convs} convolutions, {cd.__version__}")
     for n, ts in times.items():
         med = statistics.median(ts)
         extra = (med - base_ms) * 1e3 / convs
-        print(f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch")
+        per_step = " ".join(
+            f"{k}={v / args.steps:.1f}" for k, v in counts[n].items() if v
+        )
+        print(
+            f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ pub mod bwd_data;
 pub mod cache;
 pub mod context;
 pub mod convolution;
+mod counters;
 pub mod data_type;
 pub mod determinism;
 pub mod error;

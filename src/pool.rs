@@ -111,6 +111,7 @@ pub(crate) unsafe fn alloc(
         return unsafe { stream.alloc::<u8>(len) };
     };
     ctx.bind_to_thread()?;
+    crate::counters::bump(crate::counters::Count::PoolAlloc);
     // SAFETY: `pool` is a live pool of the stream's device, the stream is live.
     let ptr = match unsafe { mem_pool::alloc_async(pool, len, stream.cu_stream()) } {
         Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {

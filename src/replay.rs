@@ -245,11 +245,18 @@ pub(crate) unsafe fn replay_or_capture<P: PartialEq + Clone>(
     }
     let plan = cache.borrow_mut().plan(same, key, ptrs, alpha, beta);
     match plan {
-        // SAFETY: the graph was captured in this context from a call with these very
-        // addresses, shapes and scalars (its key), which the caller vouches for now.
-        Plan::Replay(exec) => Ok(unsafe { launch(exec, stream) }),
-        Plan::Direct => Ok(false),
+        Plan::Replay(exec) => {
+            crate::counters::bump(crate::counters::Count::Replayed);
+            // SAFETY: the graph was captured in this context from a call with these very
+            // addresses, shapes and scalars (its key), which the caller vouches for now.
+            Ok(unsafe { launch(exec, stream) })
+        }
+        Plan::Direct => {
+            crate::counters::bump(crate::counters::Count::Direct);
+            Ok(false)
+        }
         Plan::Capture => {
+            crate::counters::bump(crate::counters::Count::Captured);
             let Some(side) = cache.borrow_mut().side_stream() else {
                 let _ = cache.borrow_mut().store(None);
                 return Ok(false);

@@ -67,6 +67,7 @@ __all__ = [
     "WinogradNonFused",
     "Workspace",
     "_add_cudnn_search_dir",
+    "_call_counts",
     "_convolution_backward_data_into",
     "_cudnn_info",
     "_cudnn_origin",
@@ -3402,6 +3403,12 @@ def _driver_info() -> dict[str, Any]:
 def _cudnn_info() -> dict[str, Any]:
     """cuDNN, loaded if it is not yet: ``origin``, ``version`` (major, minor, patch)
     and ``error`` (every place searched, when it did not load)."""
+
+def _call_counts() -> dict[str, int]:
+    """How the library issued its GPU work since the process started: ``replayed``
+    (calls launched as CUDA graphs captured earlier), ``captured``, ``direct`` (calls the
+    replay cache ran directly), ``variant_packs`` (graph-API variant packs made) and
+    ``pool_allocations``. For diagnostics; the names may change."""
 
 def _gpus() -> list[tuple[int, str, int]]:
     """(ordinal, name, total bytes) of each CUDA device; empty without a driver."""

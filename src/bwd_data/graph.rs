@@ -795,6 +795,7 @@ pub(crate) fn wait_until(timeout: std::time::Duration, mut done: impl FnMut() ->
 
 /// The variant pack for `ptrs`, built once per set of addresses.
 fn variant_pack(lib: &'static CudnnLibrary, ptrs: &RawPointers) -> Result<Desc> {
+    crate::counters::bump(crate::counters::Count::VariantPack);
     let pack = Desc::new(lib, Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
     pack.set_i64s(
         Attr::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,

@@ -97,3 +97,15 @@ pub(crate) fn _gpus(py: Python<'_>) -> Vec<(usize, String, usize)> {
         .unwrap_or_default()
     })
 }
+
+/// How the library issued its GPU work since the process started: calls replayed as CUDA
+/// graphs, captured, run directly by the replay cache's choice, graph-API variant packs
+/// made, allocations from its memory pool. For diagnostics; the names may change.
+#[pyfunction]
+pub(crate) fn _call_counts(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    for (name, n) in crate::counters::snapshot() {
+        out.set_item(name, n)?;
+    }
+    Ok(out)
+}

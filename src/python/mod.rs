@@ -130,6 +130,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info::_driver_info, m)?)?;
     m.add_function(wrap_pyfunction!(info::_cudnn_info, m)?)?;
     m.add_function(wrap_pyfunction!(info::_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(info::_call_counts, m)?)?;
     m.add_function(wrap_pyfunction!(
         one_call::_convolution_backward_data_into,
         m
