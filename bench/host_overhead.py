@@ -140,6 +140,27 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     def torch_dgrad() -> None:
         torch_dgrad_of(dy)
 
+    # Addresses that never repeat within the library's memory of recent calls (320 for
+    # the CUDA-graph replay): 400 grad_outputs in turn, so every call runs directly, as
+    # it does when a training step's tensors land at new addresses every step.
+    many = [dy.clone(memory_format=mf) for _ in range(400)]
+    far = [0]
+
+    def next_far() -> torch.Tensor:
+        far[0] = (far[0] + 1) % len(many)
+        return many[far[0]]
+
+    def input_grad_far() -> None:
+        cd.conv_input_grad(tuple(x.shape), w, next_far(), 1, 1)
+
+    def torch_dgrad_far() -> None:
+        torch_dgrad_of(next_far())
+
+    def one_call_far() -> None:
+        a = cd.Filter.from_dlpack(w, format=fmt, handle=h)
+        b = cd.Tensor.from_dlpack(next_far(), format=fmt, handle=h)
+        torch.from_dlpack(cd.convolution_backward_data(h, a, b, conv, x_shape))
+
     # The parts of conv_input_grad's call, each alone (what PyTorch's API costs).
     from cudnn_rs import _native
 
@@ -178,6 +199,9 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
         ("conv_input_grad (torch in, torch out)", input_grad),
         ("torch dgrad, 8 grad_outputs in turn", torch_dgrad_turns),
         ("conv_input_grad, 8 grad_outputs in turn", input_grad_turns),
+        ("torch dgrad, 400 grad_outputs in turn", torch_dgrad_far),
+        ("conv_input_grad, 400 grad_outputs in turn (no replay)", input_grad_far),
+        ("fresh imports + one-call + torch out, 400 grad_outputs", one_call_far),
     ]:
         if only and only not in name:
             continue

@@ -83,7 +83,9 @@
 #   bash scripts/gpu_final.sh onecallstep # bench/onecall_step_probe.py: where the one-call
 #                                     # API's extra time in host-bound training steps goes
 #                                     # (ResNet-50, MobileNet-V3; f16 channels-last), with the
-#                                     # CUDA-graph replay and without (CUDNN_RS_GRAPHS=0)
+#                                     # CUDA-graph replay and without (CUDNN_RS_GRAPHS=0);
+#                                     # first the host cost per call on addresses that
+#                                     # never repeat (host_overhead.py's "grad_outputs")
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -214,6 +216,7 @@ pool)  # why the one-call API's GPU time is over the explicit path's: this build
   fi
   ;;
 onecallstep)  # the one-call API in training steps, split (see the usage above)
+  TAIL=8 run host_far 60 python3 bench/host_overhead.py 2000 "grad_outputs"
   for model in ${STEP_MODELS:-resnet50 mobilenet_v3_large}; do
     TAIL=10 run "step_probe_$model" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
     CUDNN_RS_GRAPHS=0 TAIL=10 run "step_probe_${model}_no_graphs" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
