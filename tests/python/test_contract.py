@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import ALL_ALGORITHMS, FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
 
@@ -159,6 +160,20 @@ def test_device_count_agrees_with_cuda_available() -> None:
     assert type(count) is int and count >= 0
     if count == 0:
         assert cd.cuda_available() is False
+
+
+def test_call_counts_name_each_count_and_cpu_work_allocates_no_device_memory() -> None:
+    names = {"replayed", "captured", "direct", "variant_packs", "pool_allocations"}
+    before = cd._native._call_counts()
+    assert set(before) == names and all(isinstance(v, int) for v in before.values())
+    h = cd.Handle(device="cpu")
+    rng = np.random.default_rng()
+    w = cd.Filter.from_numpy(h, rng.standard_normal((2, 2, 3, 3), np.float32))
+    dy = cd.Tensor.from_numpy(h, rng.standard_normal((1, 2, 4, 4), np.float32))
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    dx = cd.convolution_backward_data(h, w, dy, conv, (1, 2, 4, 4))
+    assert dx.device == "cpu"
+    assert cd._native._call_counts()["pool_allocations"] == before["pool_allocations"]
 
 
 def test_release_cached_memory_refuses_a_negative_device_and_counts_bytes() -> None:

@@ -377,6 +377,20 @@ def test_freed_device_memory_is_kept_for_reuse_until_released(gpu: cd.Handle) ->
     assert fresh.nbytes == nbytes and not np.any(fresh.to_numpy())
 
 
+def test_tensors_and_one_call_results_come_from_the_library_pool(
+    gpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # The diagnostics count every allocation from the library's pool: two uploads and
+    # the one-call API's dx are three.
+    before = cd._native._call_counts()["pool_allocations"]
+    w = cd.Filter.from_numpy(gpu, rng.standard_normal((4, 4, 3, 3), np.float32))
+    dy = cd.Tensor.from_numpy(gpu, rng.standard_normal((1, 4, 8, 8), np.float32))
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    dx = cd.convolution_backward_data(gpu, w, dy, conv, (1, 4, 8, 8))
+    assert dx.device == "cuda:0"
+    assert cd._native._call_counts()["pool_allocations"] >= before + 3
+
+
 def test_cpu_operands_with_a_gpu_handle_are_refused(
     gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
 ) -> None:
