@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 
 import torch
 import train
@@ -65,12 +66,73 @@ class OneCallDropped(OneCallDgrad):
         return TorchDgrad().dgrad(gy, x, w, spec, mf)
 
 
+class TimedParts(OneCallDgrad):
+    """The one-call backend, each part's host time summed (`--parts`), and the streams
+    seen: PyTorch's current one inside the backward pass and the handle's."""
+
+    name = "one-call, parts timed"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ns: dict[str, int] = {}
+        self.calls = 0
+        self.streams: set[tuple[int, int]] = set()
+
+    def _t(self, part: str, t0: int) -> int:
+        t1 = time.perf_counter_ns()
+        self.ns[part] = self.ns.get(part, 0) + t1 - t0
+        return t1
+
+    def dgrad(self, gy, x, w, spec, mf):
+        self.calls += 1
+        t = time.perf_counter_ns()
+        st = self.ours._state(x.device)
+        t = self._t("handle state", t)
+        self.streams.add((torch.cuda.current_stream(x.device).cuda_stream, st.stream))
+        t = time.perf_counter_ns()
+        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
+        fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
+        conv = self.ours._conv(spec, fma)
+        t = self._t("descriptor", t)
+        wd = w.detach().contiguous(memory_format=mf)
+        t = self._t("w.detach().contiguous", t)
+        wc = cd.Filter.from_dlpack(wd, fmt, handle=st.handle)
+        t = self._t("Filter.from_dlpack", t)
+        dyc = cd.Tensor.from_dlpack(gy, fmt, handle=st.handle)
+        t = self._t("Tensor.from_dlpack", t)
+        dx = cd.convolution_backward_data(
+            st.handle, wc, dyc, conv, tuple(x.shape), format=fmt
+        )
+        t = self._t("one-call API", t)
+        out = torch.from_dlpack(dx)
+        t = self._t("torch.from_dlpack", t)
+        del wc, dyc, dx
+        self._t("drops", t)
+        return out
+
+
+def parts(case, steps: int, warmup: int) -> None:
+    b = TimedParts()
+    for _ in range(warmup):
+        step_ms(case, b, "cuda")
+    b.ns.clear()
+    b.calls = 0
+    for _ in range(steps):
+        step_ms(case, b, "cuda")
+    for part, ns in b.ns.items():
+        print(f"  {part:26s} {ns / b.calls / 1e3:7.1f} us/conv (host)")
+    print(f"  streams (PyTorch current, handle's): {sorted(b.streams)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--variant", default="f16:cl")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument(
+        "--parts", action="store_true", help="also time the one-call backend's parts"
+    )
     args = ap.parse_args()
     mc = pick_models(args.model)[0]
     v = pick_variants(args.variant)[0]
@@ -101,15 +163,17 @@ def main() -> int:
         for n in order:
             before = read_counts()
             times[n].append(step_ms(case, backends[n], "cuda"))
-            for k, v in read_counts().items():
-                counts[n][k] = counts[n].get(k, 0) + v - before.get(k, 0)
+            for k, c in read_counts().items():
+                counts[n][k] = counts[n].get(k, 0) + c - before.get(k, 0)
+    if args.parts:
+        parts(case, args.steps, args.warmup)
     base_ms = statistics.median(times["torch"])
     print(f"{mc.name} {v.short} {v.layout}: {convs} convolutions, {cd.__version__}")
     for n, ts in times.items():
         med = statistics.median(ts)
         extra = (med - base_ms) * 1e3 / convs
         per_step = " ".join(
-            f"{k}={v / args.steps:.1f}" for k, v in counts[n].items() if v
+            f"{k}={c / args.steps:.1f}" for k, c in counts[n].items() if c
         )
         print(
             f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"

@@ -17,14 +17,24 @@ pub(crate) enum Count {
     VariantPack,
     /// An allocation from the library's memory pool.
     PoolAlloc,
+    /// A tensor over foreign memory whose release waited for the GPU (its last use was
+    /// on a stream other than the producer's).
+    ReleaseWait,
+    /// A PyTorch tensor imported in place (its own description read, no DLPack).
+    TorchImport,
+    /// An import through the producer's DLPack export.
+    DlpackImport,
 }
 
-const ALL: [Count; 5] = [
+const ALL: [Count; 8] = [
     Count::Replayed,
     Count::Captured,
     Count::Direct,
     Count::VariantPack,
     Count::PoolAlloc,
+    Count::ReleaseWait,
+    Count::TorchImport,
+    Count::DlpackImport,
 ];
 
 static COUNTS: [AtomicU64; ALL.len()] = [const { AtomicU64::new(0) }; ALL.len()];
@@ -38,6 +48,9 @@ impl Count {
             Count::Direct => "direct",
             Count::VariantPack => "variant_packs",
             Count::PoolAlloc => "pool_allocations",
+            Count::ReleaseWait => "release_waits",
+            Count::TorchImport => "torch_imports",
+            Count::DlpackImport => "dlpack_imports",
         }
     }
 }

@@ -3407,8 +3407,10 @@ def _cudnn_info() -> dict[str, Any]:
 def _call_counts() -> dict[str, int]:
     """How the library issued its GPU work since the process started: ``replayed``
     (calls launched as CUDA graphs captured earlier), ``captured``, ``direct`` (calls the
-    replay cache ran directly), ``variant_packs`` (graph-API variant packs made) and
-    ``pool_allocations``. For diagnostics; the names may change."""
+    replay cache ran directly), ``variant_packs`` (graph-API variant packs made),
+    ``pool_allocations``, ``release_waits`` (releases of foreign GPU memory that waited
+    for the GPU), ``torch_imports`` (PyTorch tensors read in place) and
+    ``dlpack_imports``. For diagnostics; the names may change."""
 
 def _gpus() -> list[tuple[int, str, int]]:
     """(ordinal, name, total bytes) of each CUDA device; empty without a driver."""

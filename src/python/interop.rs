@@ -463,6 +463,7 @@ pub(crate) fn torch_core(
         read_only: false,
     };
     let owner = ForeignOwner::new(None, Some(obj.clone().unbind()));
+    crate::counters::bump(crate::counters::Count::TorchImport);
     foreign_core(
         &view,
         DeviceId::Cuda(t.ordinal),
@@ -513,6 +514,7 @@ fn import_dlpack(
     // pool reuses the memory behind work queued there: releasing it needs no wait.
     let same_stream = consumer.filter(|&raw| cupy_current_stream(py, obj) == Some(raw));
     let capsule = call_dlpack(obj, stream)?;
+    crate::counters::bump(crate::counters::Count::DlpackImport);
     let managed = dlpack::take_capsule(&capsule)?;
     let core = import_managed(
         py,

@@ -399,6 +399,7 @@ impl Drop for TensorCore {
                 // reuse then queues behind our work).
                 let ours = mark.stream.cu_stream() as usize;
                 if f.producer_stream != Some(ours) {
+                    crate::counters::bump(crate::counters::Count::ReleaseWait);
                     let _ = mark.stream.synchronize();
                 }
             }

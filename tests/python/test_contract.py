@@ -164,6 +164,7 @@ def test_device_count_agrees_with_cuda_available() -> None:
 
 def test_call_counts_name_each_count_and_cpu_work_allocates_no_device_memory() -> None:
     names = {"replayed", "captured", "direct", "variant_packs", "pool_allocations"}
+    names |= {"release_waits", "torch_imports", "dlpack_imports"}
     before = cd._native._call_counts()
     assert set(before) == names and all(isinstance(v, int) for v in before.values())
     h = cd.Handle(device="cpu")
