@@ -18,8 +18,13 @@ extra time per convolution over `torch`, and per step how the library issued its
 (`cudnn_rs._call_counts()`: graph replays, captures, direct runs, variant packs, pool
 allocations).
 
+With `--alone K`, each backend then runs K steps in a row, as a training loop runs one
+(the rotation leaves PyTorch's memory to each backend as another left it, which can
+move the step's tensors to new addresses). With `--parts`, the one-call backend's parts
+are timed on the host inside the step.
+
 Usage (GPU machine): python bench/onecall_step_probe.py [--model resnet50]
-[--variant f16:cl] [--steps 12]
+[--variant f16:cl] [--steps 12] [--parts] [--alone 10]
 """
 
 from __future__ import annotations
@@ -124,6 +129,37 @@ def parts(case, steps: int, warmup: int) -> None:
     print(f"  streams (PyTorch current, handle's): {sorted(b.streams)}")
 
 
+def alone(case, backends: dict, steps: int, convs: int) -> None:
+    """Each backend for `steps` steps in a row, as a training loop runs one: the
+    rotation above hands each backend PyTorch's memory as another backend left it, so
+    the step's tensors may sit at new addresses (graphs captured again); here the
+    median of the second half, over `torch`'s, and how the library issued its work
+    there."""
+    read_counts = getattr(cd._native, "_call_counts", dict)
+    half = steps - steps // 2
+    rows = {}
+    for n, b in backends.items():
+        ts, before = [], {}
+        for i in range(steps):
+            if i == steps // 2:
+                before = read_counts()
+            ts.append(step_ms(case, b, "cuda"))
+        after = read_counts()
+        per_step = " ".join(
+            f"{k}={(c - before.get(k, 0)) / half:.1f}"
+            for k, c in after.items()
+            if c != before.get(k, 0)
+        )
+        rows[n] = (statistics.median(ts[steps // 2 :]), per_step)
+    print(f"each backend alone, {steps} steps in a row (the second half's median):")
+    base_ms = rows["torch"][0]
+    for n, (med, per_step) in rows.items():
+        extra = (med - base_ms) * 1e3 / convs
+        print(
+            f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="resnet50")
@@ -132,6 +168,13 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument(
         "--parts", action="store_true", help="also time the one-call backend's parts"
+    )
+    ap.add_argument(
+        "--alone",
+        type=int,
+        default=0,
+        metavar="K",
+        help="then run each backend K steps in a row (K >= 2)",
     )
     args = ap.parse_args()
     mc = pick_models(args.model)[0]
@@ -178,6 +221,8 @@ def main() -> int:
         print(
             f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
         )
+    if args.alone >= 2:
+        alone(case, backends, args.alone, convs)
     return 0
 
 

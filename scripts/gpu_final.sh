@@ -82,7 +82,8 @@
 #                                     # freed memory; this build, then .carry/alt/'s
 #   bash scripts/gpu_final.sh onecallstep # bench/onecall_step_probe.py: where the one-call
 #                                     # API's extra time in host-bound training steps goes
-#                                     # (ResNet-50, MobileNet-V3; f16 channels-last), with the
+#                                     # (ResNet-50, MobileNet-V3; f16 channels-last; its parts
+#                                     # timed, each backend also alone), with the
 #                                     # CUDA-graph replay and without (CUDNN_RS_GRAPHS=0);
 #                                     # first the host cost per call on addresses that
 #                                     # never repeat (host_overhead.py's "grad_outputs")
@@ -218,7 +219,7 @@ pool)  # why the one-call API's GPU time is over the explicit path's: this build
 onecallstep)  # the one-call API in training steps, split (see the usage above)
   TAIL=8 run host_far 60 python3 bench/host_overhead.py 2000 "grad_outputs"
   for model in ${STEP_MODELS:-resnet50 mobilenet_v3_large}; do
-    TAIL=10 run "step_probe_$model" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
+    TAIL=28 run "step_probe_$model" 200 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10 --parts --alone 10"
     CUDNN_RS_GRAPHS=0 TAIL=10 run "step_probe_${model}_no_graphs" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
   done
   ;;
