@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) enum Count {
     /// A call launched as a CUDA graph captured earlier.
     Replayed,
-    /// A call captured into a CUDA graph (and launched).
+    /// A call the replay cache chose to capture into a CUDA graph (launched from it, or
+    /// run directly where the capture failed).
     Captured,
     /// A call the replay cache sent to run directly (new addresses, or not capturable).
     Direct,
