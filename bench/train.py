@@ -609,7 +609,8 @@ PAIRS = (
 
 def time_modes(case: Case, modes: dict, args) -> dict:
     """Warm-up steps per mode, then rounds of one step per mode (so that clock drift
-    hits every mode alike); the median per mode. The ratios are paired: per round,
+    hits every mode alike; each after `--settle-steps` untimed ones); the median per
+    mode. The ratios are paired: per round,
     our step over the step of the Function with PyTorch's dgrad in the same round, and
     the median of those (with the quartiles), so that a slow round (the host-bound
     steps vary by up to 30% between rounds) does not tilt one mode's median."""
@@ -631,6 +632,11 @@ def time_modes(case: Case, modes: dict, args) -> dict:
         names = list(modes)
         names = names[r % len(names) :] + names[: r % len(names)]
         for name in names:
+            # Untimed steps first (`--settle-steps`): a loop runs one mode, while the
+            # rounds hand each mode PyTorch's memory as another mode left it, which can
+            # put the step's tensors at new addresses (CUDA graphs captured again).
+            for _ in range(args.settle_steps):
+                step_ms(case, modes[name], args.device)
             times[name].append(step_ms(case, modes[name], args.device))
     for name, ts in times.items():
         out[f"{name}_ms"] = statistics.median(ts)
@@ -894,6 +900,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-check", action="store_true", help="skip the gradient check")
+    ap.add_argument(
+        "--settle-steps",
+        type=int,
+        default=0,
+        help="untimed steps of a mode before its timed step in each round (as a loop "
+        "that runs one mode finds its memory; default 0)",
+    )
     ap.add_argument(
         "--one-call",
         action="store_true",
