@@ -611,8 +611,9 @@ def time_modes(case: Case, modes: dict, args) -> dict:
     """Warm-up steps per mode, then rounds of one step per mode (so that clock drift
     hits every mode alike; each after `--settle-steps` untimed ones); the median per
     mode. The ratios are paired: per round, our step over the step of the Function
-    with PyTorch's dgrad in the same round, and the median of those (with the quartiles), so that a slow round (the host-bound
-    steps vary by up to 30% between rounds) does not tilt one mode's median."""
+    with PyTorch's dgrad in the same round, and the median of those (with the
+    quartiles), so that a slow round (the host-bound steps vary by up to 30% between
+    rounds) does not tilt one mode's median."""
     out: dict = {}
     for name, backend in modes.items():
         first = [step_ms(case, backend, args.device) for _ in range(args.warmup)]
