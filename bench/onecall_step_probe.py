@@ -51,6 +51,9 @@ from train import (
 
 import cudnn_rs as cd
 
+# How the library issued its work so far (an empty dict from builds without the counts).
+read_counts = getattr(cd._native, "_call_counts", dict)
+
 
 class ImportsOnly(OneCallDgrad):
     name = "imports only"
@@ -135,7 +138,6 @@ def alone(case, backends: dict, steps: int, convs: int) -> None:
     the step's tensors may sit at new addresses (graphs captured again); here the
     median of the second half, over `torch`'s, and how the library issued its work
     there."""
-    read_counts = getattr(cd._native, "_call_counts", dict)
     half = steps - steps // 2
     rows = {}
     for n, b in backends.items():
@@ -199,7 +201,6 @@ def main() -> int:
             step_ms(case, b, "cuda")
     times: dict[str, list[float]] = {n: [] for n in backends}
     counts: dict[str, dict[str, int]] = {n: {} for n in backends}
-    read_counts = getattr(cd._native, "_call_counts", dict)
     names = list(backends)
     for r in range(args.steps):
         order = names[r % len(names) :] + names[: r % len(names)]
