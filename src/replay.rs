@@ -20,6 +20,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
 use cudarc::driver::sys;
@@ -56,10 +57,20 @@ struct Entry<P: PartialEq> {
 }
 
 /// Per-context cache of captured calls (a context is used by one thread at a time).
+///
+/// Every call looks itself up among the entries and the calls seen once. A key is some
+/// 500 bytes, so scanning hundreds of keys for the addresses would read hundreds of
+/// cache lines on each call; the lookups scan a fingerprint of the addresses and scalars
+/// per key instead (kept in the same order, eight bytes each) and compare a key in full
+/// only where its fingerprint is the call's.
 pub(crate) struct GraphCache<P: PartialEq> {
     entries: Vec<Entry<P>>,
+    /// The entries' fingerprints ([`fingerprint`]), in the entries' order.
+    entry_prints: Vec<u64>,
     /// Calls seen once, the latest last, to notice a repeat.
     seen: VecDeque<CallKey<P>>,
+    /// Their fingerprints, in the same order.
+    seen_prints: VecDeque<u64>,
     /// The call being captured (a repeat just noticed), stored by [`Self::store`].
     pending: Option<CallKey<P>>,
     /// Counts the calls that found or made an entry (the entries' clock).
@@ -99,7 +110,9 @@ impl<P: PartialEq + Clone> GraphCache<P> {
     pub(crate) fn new() -> Self {
         Self {
             entries: Vec::new(),
+            entry_prints: Vec::new(),
             seen: VecDeque::new(),
+            seen_prints: VecDeque::new(),
             pending: None,
             clock: 0,
             wasted: 0,
@@ -118,11 +131,13 @@ impl<P: PartialEq + Clone> GraphCache<P> {
     ) -> Plan {
         self.clock += 1;
         let now = self.clock;
-        if let Some(e) = self
-            .entries
-            .iter_mut()
-            .find(|e| e.key.same_call(ptrs, alpha, beta) && matches(&e.key.problem))
-        {
+        let print = fingerprint(ptrs, alpha, beta);
+        let is_call = |k: &CallKey<P>| k.same_call(ptrs, alpha, beta) && matches(&k.problem);
+        let entries = &self.entries;
+        let entry = find_print(&self.entry_prints, 0, print, |i| {
+            entries.get(i).is_some_and(|e| is_call(&e.key))
+        });
+        if let Some(e) = entry.and_then(|i| self.entries.get_mut(i)) {
             e.used = now;
             e.replayed = true;
             return e.exec.map_or(Plan::Direct, Plan::Replay);
@@ -130,24 +145,45 @@ impl<P: PartialEq + Clone> GraphCache<P> {
         if self.wasted >= WASTE_LIMIT {
             return Plan::Direct;
         }
-        if let Some(i) = self
-            .seen
-            .iter()
-            .position(|k| k.same_call(ptrs, alpha, beta) && matches(&k.problem))
+        let seen = &self.seen;
+        let is_seen = |i: usize| seen.get(i).is_some_and(is_call);
+        let (front, back) = self.seen_prints.as_slices();
+        if let Some(i) = find_print(front, 0, print, is_seen)
+            .or_else(|| find_print(back, front.len(), print, is_seen))
         {
+            self.seen_prints.remove(i);
             self.pending = self.seen.remove(i);
             return Plan::Capture;
         }
+        self.remember(
+            CallKey {
+                problem: make(),
+                pointers: [ptrs.w, ptrs.dy, ptrs.dx],
+                workspace: ptrs.workspace,
+                scalars: (alpha.to_bits(), beta.to_bits()),
+            },
+            print,
+        );
+        Plan::Direct
+    }
+
+    /// Adds a call to those seen once (the oldest one forgotten when they are too many).
+    fn remember(&mut self, key: CallKey<P>, print: u64) {
         if self.seen.len() >= MAX_SEEN {
             self.seen.pop_front();
+            self.seen_prints.pop_front();
         }
-        self.seen.push_back(CallKey {
-            problem: make(),
-            pointers: [ptrs.w, ptrs.dy, ptrs.dx],
-            workspace: ptrs.workspace,
-            scalars: (alpha.to_bits(), beta.to_bits()),
-        });
-        Plan::Direct
+        self.seen_prints.push_back(print);
+        self.seen.push_back(key);
+    }
+
+    /// Takes back the capture [`Self::plan`] just asked for, the call running directly
+    /// instead: it counts as seen once, to be captured on its next repeat.
+    pub(crate) fn forgo_capture(&mut self) {
+        if let Some(key) = self.pending.take() {
+            let print = fingerprint_of(&key);
+            self.remember(key, print);
+        }
     }
 
     /// Records the outcome of the capture [`Self::plan`] asked for last; `false` when there
@@ -167,6 +203,7 @@ impl<P: PartialEq + Clone> GraphCache<P> {
                 .min_by_key(|(_, e)| e.used)
                 .map_or(0, |(i, _)| i);
             let old = self.entries.swap_remove(oldest);
+            self.entry_prints.swap_remove(oldest);
             if !old.replayed {
                 self.wasted += 1;
             }
@@ -174,6 +211,7 @@ impl<P: PartialEq + Clone> GraphCache<P> {
                 destroy_exec(exec);
             }
         }
+        self.entry_prints.push(fingerprint_of(&key));
         self.entries.push(Entry {
             key,
             exec,
@@ -191,7 +229,9 @@ impl<P: PartialEq + Clone> GraphCache<P> {
                 destroy_exec(exec);
             }
         }
+        self.entry_prints.clear();
         self.seen.clear();
+        self.seen_prints.clear();
         self.pending = None;
         self.wasted = 0;
     }
@@ -216,6 +256,52 @@ impl<P: PartialEq + Clone> GraphCache<P> {
     }
 }
 
+/// A call's addresses, workspace and scalars hashed into eight bytes: equal calls have
+/// equal fingerprints (unequal ones rarely do, and are then told apart in full).
+fn fingerprint(ptrs: &RawPointers, alpha: f64, beta: f64) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    (ptrs.w, ptrs.dy, ptrs.dx, ptrs.workspace).hash(&mut h);
+    (alpha.to_bits(), beta.to_bits()).hash(&mut h);
+    h.finish()
+}
+
+/// The index (counted from `from`, where `prints` starts) of the first fingerprint in
+/// `prints` equal to `print` whose key `is_call` accepts. Scanned as a slice: the
+/// fingerprints lie together, and a slice's search is several times faster than a
+/// `VecDeque`'s iterator.
+fn find_print(
+    prints: &[u64],
+    from: usize,
+    print: u64,
+    is_call: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let mut start = 0;
+    while let Some(j) = prints.get(start..)?.iter().position(|&p| p == print) {
+        let at = start + j;
+        if is_call(from + at) {
+            return Some(from + at);
+        }
+        start = at + 1;
+    }
+    None
+}
+
+/// [`fingerprint`] of a stored key.
+fn fingerprint_of<P: PartialEq>(key: &CallKey<P>) -> u64 {
+    let [w, dy, dx] = key.pointers;
+    let ptrs = RawPointers {
+        w,
+        dy,
+        dx,
+        workspace: key.workspace,
+    };
+    fingerprint(
+        &ptrs,
+        f64::from_bits(key.scalars.0),
+        f64::from_bits(key.scalars.1),
+    )
+}
+
 /// Runs a call as a CUDA graph when it repeats: `Ok(true)` when the work was enqueued that
 /// way (an earlier capture replayed, or the call captured now and launched), `Ok(false)`
 /// when the caller should issue it directly. `issue` points the library at the stream it
@@ -238,12 +324,15 @@ pub(crate) unsafe fn replay_or_capture<P: PartialEq + Clone>(
     issue: impl FnOnce(sys::CUstream) -> bool,
     restore: impl FnOnce() -> Result<()>,
 ) -> Result<bool> {
-    if capturing(stream) {
+    let plan = cache.borrow_mut().plan(same, key, ptrs, alpha, beta);
+    // Asked only where a graph would be launched (a call run directly needs no answer,
+    // which saves a driver call on every call a training loop makes on new addresses).
+    if plan != Plan::Direct && capturing(stream) {
         // The caller is capturing the stream into a graph of its own: the call goes
         // into that graph as it is (a graph launched into a capture would end it).
+        cache.borrow_mut().forgo_capture();
         return Ok(false);
     }
-    let plan = cache.borrow_mut().plan(same, key, ptrs, alpha, beta);
     match plan {
         Plan::Replay(exec) => {
             crate::counters::bump(crate::counters::Count::Replayed);
@@ -458,6 +547,58 @@ mod tests {
         );
     }
 
+    /// The fingerprints stand beside their keys, in the same order.
+    fn assert_prints_match(cache: &GraphCache<u64>) {
+        let entries: Vec<u64> = cache
+            .entries
+            .iter()
+            .map(|e| fingerprint_of(&e.key))
+            .collect();
+        assert_eq!(cache.entry_prints, entries);
+        let seen: Vec<u64> = cache.seen.iter().map(fingerprint_of).collect();
+        assert_eq!(cache.seen_prints.iter().copied().collect::<Vec<_>>(), seen);
+    }
+
+    #[test]
+    fn calls_at_the_same_addresses_are_told_apart_by_their_problem() {
+        let mut cache = GraphCache::new();
+        let at = ptrs(5);
+        assert_eq!(cache.plan(|p| *p == 1, || 1, &at, 1.0, 0.0), Plan::Direct);
+        // Same fingerprint, another problem: not a repeat.
+        assert_eq!(cache.plan(|p| *p == 2, || 2, &at, 1.0, 0.0), Plan::Direct);
+        assert_eq!(cache.plan(|p| *p == 1, || 1, &at, 1.0, 0.0), Plan::Capture);
+        assert!(cache.store(None));
+        assert_eq!(cache.plan(|p| *p == 2, || 2, &at, 1.0, 0.0), Plan::Capture);
+        assert!(cache.store(None));
+        assert_prints_match(&cache);
+    }
+
+    #[test]
+    fn a_capture_forgone_is_asked_for_on_the_next_repeat() {
+        let mut cache = GraphCache::new();
+        assert_eq!(call(&mut cache, 1), Plan::Direct);
+        assert_eq!(
+            cache.plan(|p| *p == 1, || 1, &ptrs(1), 1.0, 0.0),
+            Plan::Capture
+        );
+        cache.forgo_capture();
+        assert!(
+            !cache.store(None),
+            "nothing is pending after a forgone capture"
+        );
+        assert_prints_match(&cache);
+        assert_eq!(
+            call(&mut cache, 1),
+            Plan::Capture,
+            "the call still counts as seen once"
+        );
+        assert_eq!(
+            call(&mut cache, 1),
+            Plan::Direct,
+            "stored as not capturable"
+        );
+    }
+
     #[test]
     fn a_cycle_longer_than_the_cache_stops_capturing() {
         let mut cache = GraphCache::new();
@@ -469,6 +610,7 @@ mod tests {
         // Second round: each call is captured until WASTE_LIMIT entries were evicted
         // before their next turn.
         assert_eq!(captures(&mut cache), MAX_ENTRIES + WASTE_LIMIT);
+        assert_prints_match(&cache);
         assert_eq!(captures(&mut cache), 0, "capturing stopped");
         cache.clear();
         assert_eq!(captures(&mut cache), 0, "after clear: every call new again");
