@@ -223,18 +223,19 @@ pub(crate) fn convolution_backward_data<'py>(
         crate::tensor::RawDescriptor::new(crate::tensor::Role::Tensor, dtype, format, &shape)
             .py_err(py)?;
     let h = handle.get();
-    let dx_core = Arc::new(detach(py, || TensorCore::allocate(h, desc, None, false))?);
     let conv_ref = conv.get();
-    py.detach(|| {
+    // dx's allocation and the call in one release of the GIL.
+    let dx_core = detach(py, || {
+        let dx_core = Arc::new(TensorCore::allocate(h, desc, None, false)?);
         let ops = Operands {
             w: &w_ref.core,
             dy: &dy_ref.core,
             dx: &dx_core,
             conv: conv_ref.raw(),
         };
-        h.one_call(&ops, sel.as_ref(), alpha)
-    })
-    .py_err(py)?;
+        h.one_call(&ops, sel.as_ref(), alpha)?;
+        Ok(dx_core)
+    })?;
     Bound::new(py, PyTensor { core: dx_core })
 }
 
