@@ -3,7 +3,9 @@
 //! Python binding's share can be told apart (bench/perf.py measures the Python side).
 //!
 //! Usage: `overhead [calls]` on the GPU machine (`CUDNN_RS_GRAPHS=0` times the calls
-//! without CUDA-graph replay).
+//! without CUDA-graph replay). The "400 dx in turn" loops hand over a result at an
+//! address the replay has not seen lately, as a training loop does: each call runs
+//! directly and makes a variant pack; with replay off and one dx, the execute alone.
 
 use std::time::Instant;
 
@@ -122,6 +124,36 @@ fn main() -> Result<(), cudnn_rs::Error> {
             0.0,
             &mut dx,
         )
+    })?;
+    // A training loop hands over new memory every call: 400 results in turn, more than
+    // the replay remembers (320), so each call runs directly and makes its variant pack.
+    let mut fresh = Vec::with_capacity(400);
+    for _ in 0..400 {
+        fresh.push(Tensor::<f32, NCHW, _, 4>::new(
+            stream.alloc_zeros::<f32>(256)?,
+            [1, 4, 8, 8],
+            NCHW,
+        )?);
+    }
+    let mut turn = 0usize;
+    time("typed, BestEngine, 400 dx in turn", &mut || {
+        turn = (turn + 1) % fresh.len();
+        let out = &mut fresh[turn];
+        ctx.convolution_backward_data(
+            1.0,
+            &w,
+            &dy,
+            &conv,
+            &BestEngine,
+            engine_ws.as_mut(),
+            0.0,
+            out,
+        )
+    })?;
+    time("typed, DataAlgo1, 400 dx in turn", &mut || {
+        turn = (turn + 1) % fresh.len();
+        let out = &mut fresh[turn];
+        ctx.convolution_backward_data(1.0, &w, &dy, &conv, &DataAlgo1, ws.as_mut(), 0.0, out)
     })?;
     time("workspace-size query (cached)", &mut || {
         ctx.get_convolution_backward_data_workspace_size(

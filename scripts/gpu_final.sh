@@ -86,7 +86,10 @@
 #                                     # timed, each backend also alone), with the
 #                                     # CUDA-graph replay and without (CUDNN_RS_GRAPHS=0);
 #                                     # first the host cost per call on addresses that
-#                                     # never repeat (host_overhead.py's "grad_outputs")
+#                                     # never repeat (host_overhead.py's "grad_outputs"; the
+#                                     # Rust API's, examples/overhead.rs, if staged)
+#   bash scripts/gpu_final.sh hostab  # host cost on new addresses against .carry/old/'s
+#                                     # wheel, then the replay's tests (see the mode)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
@@ -217,11 +220,36 @@ pool)  # why the one-call API's GPU time is over the explicit path's: this build
   fi
   ;;
 onecallstep)  # the one-call API in training steps, split (see the usage above)
+  # examples/overhead.rs, if staged in .carry/ov/ or .carry/bin/: the Rust API's host cost
+  # replayed, run directly on one dx (cuDNN's execute) and on 400 in turn (+ variant packs)
+  ov=$(ls .carry/ov/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
+  if [ -n "$ov" ]; then
+    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead 60 "$ov" 5000
+    CUDNN_RS_GRAPHS=0 CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead_no_graphs 60 "$ov" 5000
+  fi
   TAIL=8 run host_far 60 python3 bench/host_overhead.py 2000 "grad_outputs"
   for model in ${STEP_MODELS:-resnet50 mobilenet_v3_large}; do
     TAIL=28 run "step_probe_$model" 200 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10 --parts --alone 10"
     CUDNN_RS_GRAPHS=0 TAIL=10 run "step_probe_${model}_no_graphs" 150 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10"
   done
+  ;;
+hostab)  # host cost per call on new addresses, this build against .carry/old/'s wheel in
+         # alternating processes (HOST_LOOPS: host_overhead.py's filter), then the replay's
+         # tests: the Rust GPU tests (pip cuDNN; .carry/new/ or .carry/bin/) and the
+         # capture and one-call tests of pytest on the GPU
+  ov=$(ls .carry/new/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
+  if [ -n "$ov" ]; then
+    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead 60 "$ov" 5000
+    CUDNN_RS_GRAPHS=0 CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead_no_graphs 60 "$ov" 5000
+  fi
+  python3 -m pip install -q --no-deps --no-index --target /tmp/site_old .carry/old/*.whl || exit 3
+  for round in 1 2; do
+    TAIL=6 run "host_new_$round" 60 python3 bench/host_overhead.py 2000 "${HOST_LOOPS:-grad_outputs}"
+    PYTHONPATH=/tmp/site_old TAIL=6 run "host_old_$round" 60 python3 bench/host_overhead.py 2000 "${HOST_LOOPS:-grad_outputs}"
+  done
+  tests=$(ls .carry/new/test_gpu_rows .carry/rows/test_gpu_rows .carry/bin/test_gpu_rows 2>/dev/null | head -n 1)
+  [ -n "$tests" ] && CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 200 "$tests" --ignored --test-threads 1
+  TAIL=6 run pytest_capture 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "captured or one_call or pool or replay or counts"
   ;;
 probe)
   TAIL=12 run wheel_demo 60 bash -c wheel_check
