@@ -259,9 +259,21 @@ impl<P: PartialEq + Clone> GraphCache<P> {
 /// A call's addresses, workspace and scalars hashed into eight bytes: equal calls have
 /// equal fingerprints (unequal ones rarely do, and are then told apart in full).
 fn fingerprint(ptrs: &RawPointers, alpha: f64, beta: f64) -> u64 {
+    hash_parts(
+        [ptrs.w, ptrs.dy, ptrs.dx],
+        ptrs.workspace,
+        (alpha.to_bits(), beta.to_bits()),
+    )
+}
+
+/// [`fingerprint`] of a stored key.
+fn fingerprint_of<P: PartialEq>(key: &CallKey<P>) -> u64 {
+    hash_parts(key.pointers, key.workspace, key.scalars)
+}
+
+fn hash_parts(pointers: [u64; 3], workspace: (u64, usize), scalars: (u64, u64)) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
-    (ptrs.w, ptrs.dy, ptrs.dx, ptrs.workspace).hash(&mut h);
-    (alpha.to_bits(), beta.to_bits()).hash(&mut h);
+    (pointers, workspace, scalars).hash(&mut h);
     h.finish()
 }
 
@@ -284,22 +296,6 @@ fn find_print(
         start = at + 1;
     }
     None
-}
-
-/// [`fingerprint`] of a stored key.
-fn fingerprint_of<P: PartialEq>(key: &CallKey<P>) -> u64 {
-    let [w, dy, dx] = key.pointers;
-    let ptrs = RawPointers {
-        w,
-        dy,
-        dx,
-        workspace: key.workspace,
-    };
-    fingerprint(
-        &ptrs,
-        f64::from_bits(key.scalars.0),
-        f64::from_bits(key.scalars.1),
-    )
 }
 
 /// Runs a call as a CUDA graph when it repeats: `Ok(true)` when the work was enqueued that
