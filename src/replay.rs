@@ -58,11 +58,11 @@ struct Entry<P: PartialEq> {
 
 /// Per-context cache of captured calls (a context is used by one thread at a time).
 ///
-/// Every call looks itself up among the entries and the calls seen once. A key is some
-/// 500 bytes, so scanning hundreds of keys for the addresses would read hundreds of
-/// cache lines on each call; the lookups scan a fingerprint of the addresses and scalars
-/// per key instead (kept in the same order, eight bytes each) and compare a key in full
-/// only where its fingerprint is the call's.
+/// Every call looks itself up among the entries and the calls seen once. A key holds
+/// the problem by value (768 bytes on x86-64), so scanning hundreds of keys for the
+/// addresses would read hundreds of cache lines on each call; the lookups scan a
+/// fingerprint of the addresses and scalars per key instead (kept in the same order,
+/// eight bytes each) and compare a key in full only where its fingerprint is the call's.
 pub(crate) struct GraphCache<P: PartialEq> {
     entries: Vec<Entry<P>>,
     /// The entries' fingerprints ([`fingerprint`]), in the entries' order.
