@@ -235,7 +235,7 @@ onecallstep)  # the one-call API in training steps, split (see the usage above)
   ;;
 hostab)  # host cost per call on new addresses, this build against .carry/old/'s wheel in
          # alternating processes (HOST_LOOPS: host_overhead.py's filter), then the replay's
-         # tests: the Rust GPU tests (pip cuDNN; .carry/new/ or .carry/bin/) and the
+         # tests: the Rust GPU tests (pip cuDNN; .carry/new/, rows/ or bin/; RUST_FILTER) and the
          # capture and one-call tests of pytest on the GPU
   ov=$(ls .carry/new/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
   if [ -n "$ov" ]; then
@@ -248,7 +248,7 @@ hostab)  # host cost per call on new addresses, this build against .carry/old/'s
     PYTHONPATH=/tmp/site_old TAIL=6 run "host_old_$round" 60 python3 bench/host_overhead.py 2000 "${HOST_LOOPS:-grad_outputs}"
   done
   tests=$(ls .carry/new/test_gpu_rows .carry/rows/test_gpu_rows .carry/bin/test_gpu_rows 2>/dev/null | head -n 1)
-  [ -n "$tests" ] && CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 200 "$tests" --ignored --test-threads 1
+  [ -n "$tests" ] && CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=4 run rust_gpu_pip 200 "$tests" --ignored --test-threads 1 ${RUST_FILTER:-}
   TAIL=6 run pytest_capture 150 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "captured or one_call or pool or replay or counts"
   ;;
 probe)
