@@ -55,6 +55,27 @@ import cudnn_rs as cd
 read_counts = getattr(cd._native, "_call_counts", dict)
 
 
+def counted_since(before: dict) -> dict:
+    """The counts that rose since `before` (a `read_counts()`), by how much."""
+    return {
+        k: c - before.get(k, 0)
+        for k, c in read_counts().items()
+        if c != before.get(k, 0)
+    }
+
+
+def print_row(
+    name: str, med: float, base_ms: float, convs: int, counts: dict, steps: int
+) -> None:
+    """One backend's line: its median step, the extra time per convolution over
+    `torch`'s median, and its counts per step."""
+    extra = (med - base_ms) * 1e3 / convs
+    per_step = " ".join(f"{k}={c / steps:.1f}" for k, c in counts.items() if c)
+    print(
+        f"{name:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
+    )
+
+
 class ImportsOnly(OneCallDgrad):
     name = "imports only"
 
@@ -146,20 +167,10 @@ def alone(case, backends: dict, steps: int, convs: int) -> None:
             if i == steps // 2:
                 before = read_counts()
             ts.append(step_ms(case, b, "cuda"))
-        after = read_counts()
-        per_step = " ".join(
-            f"{k}={(c - before.get(k, 0)) / half:.1f}"
-            for k, c in after.items()
-            if c != before.get(k, 0)
-        )
-        rows[n] = (statistics.median(ts[steps // 2 :]), per_step)
+        rows[n] = (statistics.median(ts[steps // 2 :]), counted_since(before))
     print(f"each backend alone, {steps} steps in a row (the second half's median):")
-    base_ms = rows["torch"][0]
-    for n, (med, per_step) in rows.items():
-        extra = (med - base_ms) * 1e3 / convs
-        print(
-            f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
-        )
+    for n, (med, counts) in rows.items():
+        print_row(n, med, rows["torch"][0], convs, counts, half)
 
 
 def main() -> int:
@@ -207,21 +218,14 @@ def main() -> int:
         for n in order:
             before = read_counts()
             times[n].append(step_ms(case, backends[n], "cuda"))
-            for k, c in read_counts().items():
-                counts[n][k] = counts[n].get(k, 0) + c - before.get(k, 0)
+            for k, c in counted_since(before).items():
+                counts[n][k] = counts[n].get(k, 0) + c
     if args.parts:
         parts(case, args.steps, args.warmup)
     base_ms = statistics.median(times["torch"])
     print(f"{mc.name} {v.short} {v.layout}: {convs} convolutions, {cd.__version__}")
     for n, ts in times.items():
-        med = statistics.median(ts)
-        extra = (med - base_ms) * 1e3 / convs
-        per_step = " ".join(
-            f"{k}={c / args.steps:.1f}" for k, c in counts[n].items() if c
-        )
-        print(
-            f"{n:34s} {med:8.2f} ms/step  {extra:+7.1f} us/conv over torch  {per_step}"
-        )
+        print_row(n, statistics.median(ts), base_ms, convs, counts[n], args.steps)
     if args.alone >= 2:
         alone(case, backends, args.alone, convs)
     return 0
