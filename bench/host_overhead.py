@@ -143,10 +143,13 @@ def case(label: str, shape, wshape, dtype, mf, n: int, only: str = "") -> None:
     # Addresses that never repeat within the library's memory of recent calls (320 for
     # the CUDA-graph replay): 400 grad_outputs in turn, so every call runs directly, as
     # it does when a training step's tensors land at new addresses every step.
-    many = [dy.clone(memory_format=mf) for _ in range(400)]
+    # Made on first use: 400 copies of the ResNet-50 layer's dy are 1.3 GB.
+    many: list[torch.Tensor] = []
     far = [0]
 
     def next_far() -> torch.Tensor:
+        if not many:
+            many.extend(dy.clone(memory_format=mf) for _ in range(400))
         far[0] = (far[0] + 1) % len(many)
         return many[far[0]]
 
