@@ -133,6 +133,16 @@ run() {
   [ $rc -eq 0 ] || fail=1
   tail -n "${TAIL:-6}" "$out/$name.log" | sed 's/^/    /'
 }
+# examples/overhead.rs, if staged (.carry/new/, ov/ or bin/), with replay and without on
+# the pip cuDNN: the Rust API's host cost replayed, run directly on one dx (cuDNN's
+# execute) and on 400 in turn (+ variant packs).
+overhead_both() {
+  local ov
+  ov=$(ls .carry/new/overhead .carry/ov/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
+  [ -n "$ov" ] || return 0
+  CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead 60 "$ov" 5000
+  CUDNN_RS_GRAPHS=0 CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead_no_graphs 60 "$ov" 5000
+}
 # The Rust GPU tests on the pip cuDNN and on the system's where it has one ($1: the limit
 # of each run).
 rust_gpu_both() {
@@ -220,13 +230,7 @@ pool)  # why the one-call API's GPU time is over the explicit path's: this build
   fi
   ;;
 onecallstep)  # the one-call API in training steps, split (see the usage above)
-  # examples/overhead.rs, if staged in .carry/ov/ or .carry/bin/: the Rust API's host cost
-  # replayed, run directly on one dx (cuDNN's execute) and on 400 in turn (+ variant packs)
-  ov=$(ls .carry/ov/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
-  if [ -n "$ov" ]; then
-    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead 60 "$ov" 5000
-    CUDNN_RS_GRAPHS=0 CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead_no_graphs 60 "$ov" 5000
-  fi
+  overhead_both
   TAIL=8 run host_far 60 python3 bench/host_overhead.py 2000 "grad_outputs"
   for model in ${STEP_MODELS:-resnet50 mobilenet_v3_large}; do
     TAIL=28 run "step_probe_$model" 200 bash -c "cd bench && python3 onecall_step_probe.py --model $model --variant ${STEP_VARIANT:-f16:cl} --steps 10 --parts --alone 10"
@@ -234,15 +238,11 @@ onecallstep)  # the one-call API in training steps, split (see the usage above)
   done
   ;;
 hostab)  # host cost per call on new addresses, this build against .carry/old/'s wheel in
-         # alternating processes (HOST_LOOPS: host_overhead.py's filter), then the replay's
-         # tests: the Rust GPU tests (pip cuDNN; .carry/new/, rows/ or bin/; RUST_FILTER) and the
-         # capture and one-call tests of pytest on the GPU
-  ov=$(ls .carry/new/overhead .carry/bin/overhead 2>/dev/null | head -n 1)
-  if [ -n "$ov" ]; then
-    CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead 60 "$ov" 5000
-    CUDNN_RS_GRAPHS=0 CUDNN_RS_CUDNN_PATH="$pip_cudnn/libcudnn.so.9" TAIL=9 run overhead_no_graphs 60 "$ov" 5000
-  fi
-  python3 -m pip install -q --no-deps --no-index --target /tmp/site_old .carry/old/*.whl || exit 3
+         # alternating processes (HOST_LOOPS: host_overhead.py's filter), then the
+         # replay's tests: the Rust GPU tests (pip cuDNN; .carry/new/, rows/ or bin/;
+         # RUST_FILTER) and the capture and one-call tests of pytest on the GPU
+  overhead_both
+  python3 -m pip install -q --upgrade --no-deps --no-index --target /tmp/site_old .carry/old/*.whl || exit 3
   for round in 1 2; do
     TAIL=6 run "host_new_$round" 60 python3 bench/host_overhead.py 2000 "${HOST_LOOPS:-grad_outputs}"
     PYTHONPATH=/tmp/site_old TAIL=6 run "host_old_$round" 60 python3 bench/host_overhead.py 2000 "${HOST_LOOPS:-grad_outputs}"
