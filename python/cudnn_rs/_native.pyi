@@ -924,10 +924,11 @@ class ConvolutionDescriptor(Generic[_CT, _SP]):
     convolution of spatial rank ``_SP`` (``Spatial2`` / ``Spatial3``). The descriptor of
     the forward pass serves its backward pass.
 
-    The spatial rank is inferred from the length of ``padding`` (2 or 3), the compute
-    type from ``comp_type`` (f32 by default). The type parameters are invariant. At
-    run time an int for ``padding``, ``stride`` or ``dilation`` stands for the same value
-    in every dimension, the rank then coming from another argument's tuple.
+    The spatial rank is inferred from the length of ``padding`` (2 or 3), or of
+    ``stride`` or ``dilation`` where ``padding`` is not given (it is then zero), the
+    compute type from ``comp_type`` (f32 by default). The type parameters are invariant.
+    At run time an int for ``padding``, ``stride`` or ``dilation`` stands for the same
+    value in every dimension, the rank then coming from another argument's tuple.
     """
     def __class_getitem__(cls, item: Any) -> types.GenericAlias:
         """``ConvolutionDescriptor[F32, Spatial2]`` at run time."""
@@ -948,6 +949,32 @@ class ConvolutionDescriptor(Generic[_CT, _SP]):
     @overload
     def __new__(
         cls,
+        padding: None = None,
+        *,
+        stride: tuple[int, int],
+        dilation: tuple[int, int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial2]:
+        """No padding (zeros), the rank from ``stride``."""
+    @overload
+    def __new__(
+        cls,
+        padding: None = None,
+        stride: None = None,
+        *,
+        dilation: tuple[int, int],
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial2]:
+        """No padding (zeros), unit stride, the rank from ``dilation``."""
+    @overload
+    def __new__(
+        cls,
         padding: tuple[int, int, int],
         stride: tuple[int, int, int] | None = None,
         dilation: tuple[int, int, int] | None = None,
@@ -959,9 +986,57 @@ class ConvolutionDescriptor(Generic[_CT, _SP]):
     @overload
     def __new__(
         cls,
+        padding: None = None,
+        *,
+        stride: tuple[int, int, int],
+        dilation: tuple[int, int, int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial3]: ...
+    @overload
+    def __new__(
+        cls,
+        padding: None = None,
+        stride: None = None,
+        *,
+        dilation: tuple[int, int, int],
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Spatial3]: ...
+    @overload
+    def __new__(
+        cls,
         padding: Sequence[int],
         stride: Sequence[int] | None = None,
         dilation: Sequence[int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Any]: ...
+    @overload
+    def __new__(
+        cls,
+        padding: None = None,
+        *,
+        stride: Sequence[int],
+        dilation: Sequence[int] | None = None,
+        groups: int = 1,
+        mode: ConvolutionMode = ...,
+        math_type: MathType = ...,
+        comp_type: _NewDT | None = None,
+    ) -> ConvolutionDescriptor[_NewDT, Any]: ...
+    @overload
+    def __new__(
+        cls,
+        padding: None = None,
+        stride: None = None,
+        *,
+        dilation: Sequence[int],
         groups: int = 1,
         mode: ConvolutionMode = ...,
         math_type: MathType = ...,

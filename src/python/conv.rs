@@ -71,10 +71,10 @@ fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Ints> {
 #[pymethods]
 impl PyConvolutionDescriptor {
     #[new]
-    #[pyo3(signature = (padding, stride = None, dilation = None, groups = 1, mode = PyConvolutionMode::CrossCorrelation, math_type = PyMathType::Default, comp_type = None))]
+    #[pyo3(signature = (padding = None, stride = None, dilation = None, groups = 1, mode = PyConvolutionMode::CrossCorrelation, math_type = PyMathType::Default, comp_type = None))]
     fn new(
         py: Python<'_>,
-        padding: &Bound<'_, PyAny>,
+        padding: Option<&Bound<'_, PyAny>>,
         stride: Option<&Bound<'_, PyAny>>,
         dilation: Option<&Bound<'_, PyAny>>,
         groups: i64,
@@ -82,7 +82,11 @@ impl PyConvolutionDescriptor {
         math_type: PyMathType,
         comp_type: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let padding = ints(padding, "padding")?;
+        // Padding not given is zero (as in PyTorch's layers).
+        let padding = padding
+            .map(|p| ints(p, "padding"))
+            .transpose()?
+            .unwrap_or(Ints::One(0));
         let stride = stride.map(|s| ints(s, "stride")).transpose()?;
         let dilation = dilation.map(|d| ints(d, "dilation")).transpose()?;
         // The spatial rank: the length of padding, else of stride or dilation (an int
@@ -93,8 +97,9 @@ impl PyConvolutionDescriptor {
             .find_map(Ints::len)
             .ok_or_else(|| {
                 pyo3::exceptions::PyTypeError::new_err(
-                    "padding must be a tuple of 2 or 3 ints, one per spatial dimension (the \
-                     spatial rank is its length), or an int with stride or dilation such a tuple",
+                    "padding, stride or dilation must be a tuple of 2 or 3 ints, one per \
+                     spatial dimension (the spatial rank is its length); an int beside it \
+                     stands for the same value in every dimension, and padding not given is 0",
                 )
             })?;
         let padding = padding.per_dim(n);

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import ALL_ALGORITHMS, FIXED_ALGORITHMS, NUMPY_DTYPES, support_rows
+from helpers import (
+    ALL_ALGORITHMS,
+    FIXED_ALGORITHMS,
+    NUMPY_DTYPES,
+    assert_close,
+    support_rows,
+)
 
 import cudnn_rs as cd
+from reference import ConvParams, conv_backward_data
 
 # Every name spec/PYTHON_API.md promises.
 CONTRACT_NAMES = [
@@ -310,9 +317,50 @@ def test_convolution_descriptor_int_arguments_stand_for_every_dimension() -> Non
         cd.ConvolutionDescriptor(padding=0)
     with pytest.raises(TypeError, match="one per spatial dimension"):
         cd.ConvolutionDescriptor(padding=1, stride=2)
+    with pytest.raises(TypeError, match="one per spatial dimension"):
+        cd.ConvolutionDescriptor()
+    with pytest.raises(TypeError, match="one per spatial dimension"):
+        cd.ConvolutionDescriptor(stride=2, dilation=1)
     # Tuples of different lengths stay an error.
     with pytest.raises(cd.CudnnRsError, match="same length"):
         cd.ConvolutionDescriptor(padding=(1, 1), stride=(1, 1, 1))
+
+
+def test_convolution_descriptor_without_padding_pads_nothing() -> None:
+    # Padding not given is zero (as in PyTorch's layers); the rank then comes from the
+    # stride's or the dilation's tuple.
+    conv = cd.ConvolutionDescriptor(stride=(2, 2))
+    assert (conv.spatial_dims, conv.padding, conv.stride, conv.dilation) == (
+        2,
+        (0, 0),
+        (2, 2),
+        (1, 1),
+    )
+    conv = cd.ConvolutionDescriptor(dilation=(1, 2, 2), groups=2)
+    assert (conv.spatial_dims, conv.padding, conv.stride, conv.dilation) == (
+        3,
+        (0, 0, 0),
+        (1, 1, 1),
+        (1, 2, 2),
+    )
+    assert conv.groups == 2
+    # And it computes what an explicit zero padding computes, checked against the
+    # reference: a strided 3x3 layer, whose dx rows past the last window get nothing.
+    h = cd.Handle(device="cpu")
+    rng = np.random.default_rng()
+    w_np = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    dy_np = rng.standard_normal((2, 4, 3, 3)).astype(np.float32)
+    w = cd.Filter.from_numpy(h, w_np)
+    dy = cd.Tensor.from_numpy(h, dy_np)
+    x_shape = (2, 3, 8, 8)
+    got = cd.convolution_backward_data(
+        h, w, dy, cd.ConvolutionDescriptor(stride=(2, 2)), x_shape
+    ).to_numpy()
+    params = ConvParams(padding=(0, 0), stride=(2, 2), dilation=(1, 1), groups=1)
+    expected = conv_backward_data(
+        w_np.astype(np.float64), dy_np.astype(np.float64), x_shape, params
+    )
+    assert_close(got, expected, "f32", "ConvolutionDescriptor(stride=(2, 2))")
 
 
 def test_convolution_descriptor_2d_properties() -> None:

@@ -89,6 +89,13 @@ def descriptors() -> None:
     assert_type(half.padding, tuple[int, ...])
     some = cd.ConvolutionDescriptor([1, 1])
     assert_type(some, cd.ConvolutionDescriptor[cd.F32, Any])
+    # No padding (zeros): the rank from stride or dilation.
+    strided = cd.ConvolutionDescriptor(stride=(2, 2))
+    assert_type(strided, cd.ConvolutionDescriptor[cd.F32, cd.Spatial2])
+    dilated = cd.ConvolutionDescriptor(dilation=(1, 2, 2), comp_type=cd.f64)
+    assert_type(dilated, cd.ConvolutionDescriptor[cd.F64, cd.Spatial3])
+    strided3 = cd.ConvolutionDescriptor(stride=(1, 2, 2), dilation=(1, 1, 1))
+    assert_type(strided3, cd.ConvolutionDescriptor[cd.F32, cd.Spatial3])
 
 
 def dtype_and_format_from_variables(
