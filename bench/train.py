@@ -441,24 +441,40 @@ class OneCallDgrad:
     """The one-call API as a user writes it inside a Function:
     `cudnn_rs.convolution_backward_data` on PyTorch's tensors imported by DLPack, no
     algorithm given (the default choice), a fresh dx from cudnn_rs's memory, handed to
-    PyTorch by DLPack. One handle per device on PyTorch's current stream and one
-    descriptor per convolution and math mode (`OursDgrad`'s)."""
+    PyTorch by DLPack; one descriptor per convolution and math mode (`OursDgrad`'s).
+    Bound (the default): one handle per device on PyTorch's current stream, imports with
+    `handle=`. The contract's spelling (`contract=True`), word for word: one
+    `cudnn_rs.Handle(device=n)` per device (the legacy default stream, PyTorch's default
+    current stream), imports without a handle."""
 
     name = "fn+ours one-call"
-    how = "convolution_backward_data(h, w, dy, conv, x_shape) + torch.from_dlpack"
 
-    def __init__(self) -> None:
+    def __init__(self, contract: bool = False) -> None:
         self.ours = OursDgrad(measured=False, cpu=False)
+        self.contract = contract
+        self.plain: dict[int, cd.Handle] = {}
+        self.how = (
+            "Handle(device=n) + from_dlpack(t) + convolution_backward_data(h, w, dy, "
+            "conv, x_shape) + torch.from_dlpack"
+            if contract
+            else "convolution_backward_data(h, w, dy, conv, x_shape) + torch.from_dlpack"
+        )
 
     def one_call(self, gy, x, w, spec: ConvSpec, mf) -> cd.Tensor:
         """The imports and the one-call API: cudnn_rs's dx."""
-        h = self.ours._state(x.device).handle
-        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
         fma = x.dtype == torch.float32 and not torch.backends.cudnn.allow_tf32
         conv = self.ours._conv(spec, fma)
-        wc = cd.Filter.from_dlpack(
-            w.detach().contiguous(memory_format=mf), fmt, handle=h
-        )
+        w = w.detach().contiguous(memory_format=mf)
+        if self.contract:
+            index = x.device.index or 0
+            h = self.plain.get(index)
+            if h is None:
+                h = self.plain[index] = cd.Handle(device=index)
+            wc, dyc = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(gy)
+            return cd.convolution_backward_data(h, wc, dyc, conv, tuple(x.shape))
+        h = self.ours._state(x.device).handle
+        fmt = cd.NCHW if mf == torch.contiguous_format else cd.NHWC
+        wc = cd.Filter.from_dlpack(w, fmt, handle=h)
         dyc = cd.Tensor.from_dlpack(gy, fmt, handle=h)
         return cd.convolution_backward_data(
             h, wc, dyc, conv, tuple(x.shape), format=fmt
@@ -914,6 +930,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "no algorithm, a fresh dx from cudnn_rs handed to PyTorch by DLPack)",
     )
     ap.add_argument(
+        "--one-call-spelling",
+        choices=("bound", "contract"),
+        default="bound",
+        help="the one-call Function's spelling: bound (a handle on PyTorch's current "
+        "stream, imports with handle=) or contract (Handle(device=n) and imports "
+        "without a handle, as the Python contract writes them)",
+    )
+    ap.add_argument(
         "--max-minutes",
         type=float,
         default=8.0,
@@ -955,7 +979,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fn_ours_measured": ours_measured,
     }
     if args.one_call and not cpu:
-        modes["fn_one_call"] = OneCallDgrad()
+        modes["fn_one_call"] = OneCallDgrad(args.one_call_spelling == "contract")
     gpu = torch.cuda.get_device_name() if not cpu else "cpu"
     header = [
         f"# training steps: {gpu}, torch {torch.__version__}, torchvision "
