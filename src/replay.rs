@@ -617,6 +617,125 @@ mod tests {
         );
     }
 
+    /// The policy written plainly (full keys, no fingerprints), for the randomized test
+    /// below: which calls are captured, which entries stay, which calls are seen once.
+    #[derive(Default)]
+    struct Model {
+        entries: Vec<(CallKey<u64>, u64, bool)>,
+        seen: VecDeque<CallKey<u64>>,
+        pending: Option<CallKey<u64>>,
+        clock: u64,
+        wasted: usize,
+    }
+
+    impl Model {
+        fn plan(&mut self, key: &CallKey<u64>) -> Plan {
+            self.clock += 1;
+            if let Some(e) = self.entries.iter_mut().find(|e| e.0 == *key) {
+                (e.1, e.2) = (self.clock, true);
+                return Plan::Direct; // stored as not capturable (no driver here)
+            }
+            if self.wasted >= WASTE_LIMIT {
+                return Plan::Direct;
+            }
+            if let Some(i) = self.seen.iter().position(|k| k == key) {
+                self.pending = self.seen.remove(i);
+                return Plan::Capture;
+            }
+            self.remember(key.clone());
+            Plan::Direct
+        }
+
+        fn remember(&mut self, key: CallKey<u64>) {
+            if self.seen.len() >= MAX_SEEN {
+                self.seen.pop_front();
+            }
+            self.seen.push_back(key);
+        }
+
+        fn store(&mut self) {
+            let Some(key) = self.pending.take() else {
+                return;
+            };
+            if self.entries.len() >= MAX_ENTRIES {
+                let (i, _) = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, e)| e.1)
+                    .unwrap();
+                if !self.entries.remove(i).2 {
+                    self.wasted += 1;
+                }
+            }
+            self.entries.push((key, self.clock, false));
+        }
+
+        fn forgo(&mut self) {
+            if let Some(key) = self.pending.take() {
+                self.remember(key);
+            }
+        }
+    }
+
+    /// Random calls (few problems sharing few addresses and scalars, so that
+    /// fingerprints collide across problems, the seen list and the entries overflow and
+    /// the waste limit is reached), captures stored or forgone, and clears: the cache
+    /// makes the plain policy's every decision and keeps the same calls.
+    #[test]
+    fn random_calls_get_the_plain_policys_plans() {
+        use rand::{Rng, SeedableRng};
+        let fresh: u64 = rand::random();
+        for seed in [1, 2, 3, fresh] {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut cache = GraphCache::new();
+            let mut model = Model::default();
+            // Pools of 120 to 2,400 distinct calls: steps that fit the cache and cycles
+            // that do not.
+            let spread = rng.random_range(20..400u64);
+            for step in 0..6000 {
+                if rng.random_ratio(1, 1500) {
+                    cache.clear();
+                    model = Model::default();
+                    continue;
+                }
+                let problem = rng.random_range(0..3u64);
+                let at = ptrs(rng.random_range(0..spread));
+                let beta = if rng.random_ratio(1, 8) { 1.0 } else { 0.0 };
+                let key = CallKey {
+                    problem,
+                    pointers: [at.w, at.dy, at.dx],
+                    workspace: at.workspace,
+                    scalars: (1f64.to_bits(), f64::to_bits(beta)),
+                };
+                let got = cache.plan(|p| *p == problem, || problem, &at, 1.0, beta);
+                let want = model.plan(&key);
+                assert_eq!(got, want, "seed {seed}, step {step}");
+                if got == Plan::Capture {
+                    if rng.random_ratio(1, 4) {
+                        cache.forgo_capture();
+                        model.forgo();
+                    } else {
+                        assert!(cache.store(None));
+                        model.store();
+                    }
+                }
+                assert_eq!(cache.wasted, model.wasted, "seed {seed}, step {step}");
+            }
+            assert_prints_match(&cache);
+            let mut stored: Vec<_> = cache.entries.iter().map(|e| e.key.clone()).collect();
+            let mut want: Vec<_> = model.entries.iter().map(|e| e.0.clone()).collect();
+            let order = |k: &CallKey<u64>| (k.problem, k.pointers, k.scalars);
+            stored.sort_by_key(order);
+            want.sort_by_key(order);
+            assert!(stored == want, "seed {seed}: the same calls stored");
+            assert!(
+                cache.seen.iter().eq(model.seen.iter()),
+                "seed {seed}: the same calls seen once, in order"
+            );
+        }
+    }
+
     #[test]
     fn a_step_that_fits_the_cache_keeps_every_call() {
         let mut cache = GraphCache::new();
