@@ -92,6 +92,11 @@
 #                                     # wheel, then the replay's tests (see the mode)
 #   bash scripts/gpu_final.sh verify  # Rust GPU tests (both cuDNN builds), pytest, interop,
 #                                     # host overhead and the training-step benchmark
+#   bash scripts/gpu_final.sh onecalltrain # the one-call Function in training steps, one
+#                                     # settling step before each timed one: bound (a handle
+#                                     # on PyTorch's stream), then in the contract's spelling
+#                                     # (Handle(device=n), imports without a handle);
+#                                     # ONECALL_MODELS, ONECALL_VARIANTS
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -319,6 +324,16 @@ rust)  # the Rust GPU tests on both cuDNN builds, memcheck on its subset
 pytest)  # pytest on the GPU and the interop tests
   TAIL=6 run pytest_gpu 330 python3 -m pytest tests/python -q -rs -x -p no:cacheprovider --ignore=tests/python/test_gpu_interop.py -k "gpu or default or arrays or readme or driver"
   TAIL=3 run pytest_interop 100 python3 -X faulthandler -m pytest tests/python/test_gpu_interop.py -q -p no:cacheprovider
+  ;;
+onecalltrain)  # the one-call Function in training steps (see the usage above)
+  for spelling in bound contract; do
+    TAIL=14 run "train_onecall_$spelling" 280 python3 bench/train.py \
+      --csv "$out/train_onecall_$spelling.csv" --md "$out/train_onecall_$spelling.md" \
+      --max-minutes 3.5 --steps 12 --warmup 2 --settle-steps 1 --one-call \
+      --one-call-spelling "$spelling" \
+      --models "${ONECALL_MODELS:-resnet50,mobilenet_v3_large}" \
+      --variants "${ONECALL_VARIANTS:-f16:cl,bf16:nchw,f32:nchw}"
+  done
   ;;
 train)  # the training steps alone (TRAIN_MINUTES, TRAIN_LIMIT; TRAIN_ARGS: more arguments,
         # e.g. "--models more --variants f32:nchw,f16:cl")
