@@ -9,7 +9,7 @@ use crate::bwd_data::support::{self, SupportRow};
 use crate::convolution::{BwdDataGeometry, RawConvolutionDescriptor, Route};
 use crate::error::{Error, Result};
 use crate::math_type::MathType;
-use crate::tensor::{RawDescriptor, Role};
+use crate::tensor::{Format, RawDescriptor, Role};
 
 /// The three operand descriptors and the convolution of one backward-data problem, in
 /// run-time form.
@@ -19,6 +19,48 @@ pub struct RawProblem<'a> {
     pub dy: &'a RawDescriptor,
     pub dx: &'a RawDescriptor,
     pub conv: &'a RawConvolutionDescriptor,
+}
+
+impl<'a> RawProblem<'a> {
+    /// This problem with `w` as its filter.
+    pub(crate) fn with_filter<'b>(&self, w: &'b RawDescriptor) -> RawProblem<'b>
+    where
+        'a: 'b,
+    {
+        RawProblem {
+            w,
+            dy: self.dy,
+            dx: self.dx,
+            conv: self.conv,
+        }
+    }
+
+    /// The filter described in `dy`'s memory format, where it is stored in the other of
+    /// NCHW and NHWC and its bytes are the same in both (one input channel per group, as
+    /// in a depthwise filter, or every spatial extent 1, as in a 1x1 filter), and the
+    /// default choice runs that configuration; `None` otherwise. Such a filter imported
+    /// without a format from a channels-last model reads as NCHW (its strides fit both
+    /// layouts), and on depthwise layers cuDNN ran that mix of layouts with transposes
+    /// around slower kernels; PyTorch describes a channels-last model's filters as
+    /// channels-last. The default choice (and its measured tier) runs the problem with the
+    /// filter so described: the same bytes, so the same result.
+    pub(crate) fn filter_in_dy_format(&self) -> Option<RawDescriptor> {
+        let (from, to) = (self.w.format(), self.dy.format());
+        let plain = |f: Format| matches!(f, Format::Nchw | Format::Nhwc);
+        if from == to || !plain(from) || !plain(to) {
+            return None;
+        }
+        let shape = self.w.shape();
+        let same_bytes = shape.get(1) == Some(&1) || shape.iter().skip(2).all(|&d| d == 1);
+        if !same_bytes {
+            return None;
+        }
+        let w = RawDescriptor::new(Role::Filter, self.w.dtype(), to, shape).ok()?;
+        let row = self
+            .with_filter(&w)
+            .row(crate::convolution::AlgoKind::DefaultAlgo);
+        support::is_supported(&row).then_some(w)
+    }
 }
 
 impl RawProblem<'_> {
@@ -284,5 +326,103 @@ mod tests {
         assert!(ProblemKey::from_text(&text) == Some(key));
         assert!(ProblemKey::from_text("w=f16:NHWC:1x2 garbage").is_none());
         assert!(ProblemKey::from_text(&text.replace("stride=2x2", "stride=0x2")).is_none());
+    }
+
+    #[test]
+    fn a_filter_of_either_layout_is_described_in_dys() {
+        let desc = |role, dtype, format, shape: &[usize]| {
+            RawDescriptor::new(role, dtype, format, shape).unwrap()
+        };
+        let conv = |groups| {
+            let params = ConvParams::new(
+                &[0, 0],
+                &[1, 1],
+                &[1, 1],
+                groups,
+                ConvolutionMode::CrossCorrelation,
+            )
+            .unwrap();
+            RawConvolutionDescriptor::new(params, DType::F32, MathType::Default).unwrap()
+        };
+        // (filter shape, groups, filter format, dy/dx format, dtype) -> the format the
+        // default choice describes the filter in, if another.
+        let cases = [
+            // depthwise 3x3 and 1x1 filters, channels-last dy: described NHWC
+            (
+                [8, 1, 3, 3],
+                8,
+                Format::Nchw,
+                Format::Nhwc,
+                DType::F16,
+                Some(Format::Nhwc),
+            ),
+            (
+                [8, 4, 1, 1],
+                1,
+                Format::Nchw,
+                Format::Nhwc,
+                DType::F32,
+                Some(Format::Nhwc),
+            ),
+            // and the other way round
+            (
+                [8, 1, 3, 3],
+                8,
+                Format::Nhwc,
+                Format::Nchw,
+                DType::BF16,
+                Some(Format::Nchw),
+            ),
+            // a 3x3 filter of four input channels: other bytes in each layout
+            (
+                [8, 4, 3, 3],
+                1,
+                Format::Nchw,
+                Format::Nhwc,
+                DType::F32,
+                None,
+            ),
+            // already dy's layout
+            (
+                [8, 1, 3, 3],
+                8,
+                Format::Nhwc,
+                Format::Nhwc,
+                DType::F32,
+                None,
+            ),
+        ];
+        for (shape, groups, from, to, dtype, want) in cases {
+            let x = [2, shape[1] * groups as usize, 5, 5];
+            let y = [2, shape[0], 5 - shape[2] + 1, 5 - shape[3] + 1];
+            let (w, dy, dx) = (
+                desc(Role::Filter, dtype, from, &shape),
+                desc(Role::Tensor, dtype, to, &y),
+                desc(Role::Tensor, dtype, to, &x),
+            );
+            let conv = conv(groups);
+            let p = RawProblem {
+                w: &w,
+                dy: &dy,
+                dx: &dx,
+                conv: &conv,
+            };
+            let got = p.filter_in_dy_format();
+            assert_eq!(
+                got.as_ref().map(RawDescriptor::format),
+                want,
+                "{shape:?} {from} -> {to}"
+            );
+            if let Some(w2) = &got {
+                assert_eq!(
+                    (w2.shape(), w2.dtype(), w2.role()),
+                    (w.shape(), dtype, Role::Filter)
+                );
+                assert!(p
+                    .with_filter(w2)
+                    .validate(crate::convolution::AlgoKind::DefaultAlgo)
+                    .is_ok());
+            }
+        }
     }
 }

@@ -70,6 +70,12 @@ impl CudnnContext {
         route: Route,
         math: MathType,
     ) -> Result<Option<usize>> {
+        // The default choice describes a filter of either layout in dy's (see
+        // `RawProblem::filter_in_dy_format`), here as where it runs.
+        let filter = (route == Route::Default)
+            .then(|| p.filter_in_dy_format())
+            .flatten();
+        let p = filter.as_ref().map_or(p, |w| p.with_filter(w));
         if route == Route::Default {
             let key = ProblemKey::new(&p, Route::Default, math);
             if let Some(direct) = self.direct(&key, &p) {
@@ -178,6 +184,9 @@ impl CudnnContext {
                 return unsafe { self.execute_engine(alpha, p, config, false, math, ptrs, beta) };
             }
             Route::Default => {
+                // A filter of either layout described in dy's (as its workspace query did).
+                let filter = p.filter_in_dy_format();
+                let p = filter.as_ref().map_or(p, |w| p.with_filter(w));
                 // The common call (alpha 1, beta 0) of a problem that ran before: one lookup.
                 // Exactly 1 and 0 (bit patterns): the scalars the remembered plan was built for.
                 let common = alpha.to_bits() == 1f64.to_bits() && beta.to_bits() == 0f64.to_bits();

@@ -222,6 +222,9 @@ impl CudnnContext {
     pub fn default_engine_raw(&self, p: RawProblem<'_>) -> Result<Engine> {
         p.validate(crate::convolution::AlgoKind::DefaultAlgo)?;
         let math = p.conv.effective_math_type(p.dx.dtype());
+        // The filter as the default choice's calls describe it.
+        let filter = p.filter_in_dy_format();
+        let p = filter.as_ref().map_or(p, |w| p.with_filter(w));
         // A problem run through its NHWC twin reports the twin's engine; one the depthwise
         // kernel of our own runs, the engine cuDNN would run it with (through the twin
         // where the twin takes it).

@@ -457,6 +457,25 @@ mod tests {
     }
 
     #[test]
+    fn the_default_choice_runs_each_configuration_with_the_filter_in_dys_layout() {
+        // `RawProblem::filter_in_dy_format` describes a filter of either layout in dy's:
+        // that configuration is in the table wherever the one given is.
+        let plain = |f: Format| matches!(f, Format::Nchw | Format::Nhwc);
+        let mut mixed = 0;
+        for row in support_rows().filter(|r| r.algo == AlgoKind::DefaultAlgo) {
+            if row.filter.1 != row.dy.1 && plain(row.filter.1) && plain(row.dy.1) {
+                mixed += 1;
+                let follows = SupportRow {
+                    filter: (row.filter.0, row.dy.1),
+                    ..row
+                };
+                assert!(is_supported(&follows), "{row} -> {follows}");
+            }
+        }
+        assert!(mixed > 0, "the table has mixed-layout rows to check");
+    }
+
+    #[test]
     fn unsupported_rows_are_refused_with_nearest_rows() {
         let bad = SupportRow {
             algo: AlgoKind::Fft,

@@ -439,6 +439,68 @@ def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("kind", ["1x1", "depthwise"])
+def test_a_channels_last_filter_read_as_nchw_runs_as_channels_last(
+    gpu: cd.Handle, dtype: str, kind: str
+) -> None:
+    # A channels-last model's 1x1 and depthwise filters are dense in both layouts, so
+    # imported without a format (the contract's spelling) they read as NCHW beside an
+    # NHWC dy. The default choice describes them in dy's layout: the same engine and
+    # workspace as the filter imported as NHWC, and the right dx.
+    torch = pytest.importorskip("torch")
+    torch.backends.cudnn.allow_tf32 = False
+    t = getattr(torch, dtype)
+    cl = torch.channels_last
+    groups, w_shape = (1, (48, 32, 1, 1)) if kind == "1x1" else (32, (32, 1, 3, 3))
+    padding = (0, 0) if kind == "1x1" else (1, 1)
+    x_shape = (4, 32, 14, 14)
+    w = torch.randn(w_shape, device="cuda", dtype=t).to(memory_format=cl)
+    dy = torch.randn((4, w_shape[0], 14, 14), device="cuda", dtype=t).to(
+        memory_format=cl
+    )
+    h = cd.Handle()
+    # f32 without TF32 (exact enough for 1e-4); half precision on tensor cores.
+    math = cd.MathType.Fma if dtype == "float32" else cd.MathType.Default
+    conv = cd.ConvolutionDescriptor(padding=padding, groups=groups, math_type=math)
+    read = cd.Filter.from_dlpack(w)
+    assert read.format is cd.NCHW, (
+        "the premise: a filter of either layout reads as NCHW"
+    )
+    as_nhwc = cd.Filter.from_dlpack(w, cd.NHWC)
+    dyt = cd.Tensor.from_dlpack(dy)
+    assert dyt.format is cd.NHWC
+    dx = torch.full(x_shape, float("nan"), device="cuda", dtype=t).to(memory_format=cl)
+    dxt = cd.Tensor.from_dlpack(dx)
+    engines = [
+        h.get_convolution_backward_data_default(f, dyt, dxt, conv)
+        for f in (read, as_nhwc)
+    ]
+    assert len({f"{e.index} {e.knobs}" for e in engines}) == 1, engines
+    sizes = {
+        h.get_convolution_backward_data_workspace_size(
+            f, dyt, dxt, conv, cd.DefaultAlgo()
+        )
+        for f in (read, as_nhwc)
+    }
+    assert len(sizes) == 1, sizes
+    expected = torch.nn.grad.conv2d_input(
+        x_shape, w.double(), dy.double(), padding=padding, groups=groups
+    )
+    size = sizes.pop()
+    ws = cd.Workspace(h, size) if size else None
+    h.convolution_backward_data(1.0, read, dyt, conv, cd.DefaultAlgo(), ws, 0.0, dxt)
+    one_call = torch.from_dlpack(
+        cd.convolution_backward_data(h, read, dyt, conv, x_shape)
+    )
+    tol = {"float32": 1e-4, "float16": 2e-2}[dtype]
+    scale = expected.abs().max().item()
+    for name, got in (("explicit", dx), ("one-call", one_call)):
+        err = (got.double() - expected).abs().max().item() / scale
+        assert err < tol, f"{name}: relative error {err}"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("algo", ["default", "best_engine"])
 def test_choices_made_for_aligned_addresses_run_unaligned_ones_with_beta(
