@@ -540,13 +540,7 @@ fn cupy_current_stream(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<usize> 
     if !module.to_str().ok()?.starts_with("cupy") {
         return None;
     }
-    let cuda = py
-        .import("sys")
-        .ok()?
-        .getattr("modules")
-        .ok()?
-        .get_item("cupy.cuda")
-        .ok()?;
+    let cuda = super::torch_api::loaded_module(py, "cupy.cuda")?;
     let ours: i64 = obj
         .getattr("device")
         .ok()?

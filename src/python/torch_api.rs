@@ -7,7 +7,7 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use crate::data_type::DType;
 use crate::problem::Dims;
@@ -27,14 +27,27 @@ pub(crate) struct TorchApi {
 
 static TORCH: PyOnceLock<TorchApi> = PyOnceLock::new();
 
+/// The module `name` where it is loaded (`sys.modules[name]`), never importing it. Read
+/// from the dict without raising: asked on every import of an array while PyTorch is not
+/// loaded, a `KeyError` made each time cost about 1.5 us.
+pub(crate) fn loaded_module<'py>(py: Python<'py>, name: &str) -> Option<Bound<'py, PyAny>> {
+    static MODULES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let modules = MODULES
+        .get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+            let modules = py.import("sys")?.getattr("modules")?;
+            Ok(modules.cast_into::<PyDict>()?.unbind())
+        })
+        .ok()?;
+    modules.bind(py).get_item(name).ok()?
+}
+
 /// PyTorch's API, when PyTorch is imported (by whoever made the tensors).
 pub(crate) fn torch_api(py: Python<'_>) -> Option<&TorchApi> {
     if let Some(api) = TORCH.get(py) {
         return Some(api);
     }
-    let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-    let torch = modules.get_item("torch").ok()?;
-    let cuda = modules.get_item("torch.cuda").ok()?;
+    let torch = loaded_module(py, "torch")?;
+    let cuda = loaded_module(py, "torch.cuda")?;
     let c = torch.getattr("_C").ok()?;
     let dtype = |name: &str| torch.getattr(name).ok().map(Bound::unbind);
     let api = TorchApi {
