@@ -586,8 +586,11 @@ class Tensor(Generic[_DT, _FMT, _RANK]):
         """Wraps another library's array without copying: anything with
         ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy), with ``__cuda_array_interface__``,
         or a DLPack capsule. The shape is logical (NCHW order); the format is read
-        from the strides (contiguous: NCHW, channels-last: NHWC) when not given, and
-        checked against ``format`` when given. The memory stays the producer's: it is
+        from the strides (contiguous: NCHW, channels-last: NHWC) when not given (strides
+        that fit both, as a 1x1 or depthwise filter's do: NHWC where those of its
+        extent-1 dimensions are exactly the channels-last ones, as PyTorch's
+        channels-last tensors have them, else NCHW), and checked against ``format``
+        when given. The memory stays the producer's: it is
         kept alive while this object lives, and writes through either side are seen by
         the other.
 
@@ -841,8 +844,11 @@ class Filter(Generic[_DT, _FMT, _RANK]):
         """Wraps another library's array without copying: anything with
         ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy), with ``__cuda_array_interface__``,
         or a DLPack capsule. The shape is logical (NCHW order); the format is read
-        from the strides (contiguous: NCHW, channels-last: NHWC) when not given, and
-        checked against ``format`` when given. The memory stays the producer's: it is
+        from the strides (contiguous: NCHW, channels-last: NHWC) when not given (strides
+        that fit both, as a 1x1 or depthwise filter's do: NHWC where those of its
+        extent-1 dimensions are exactly the channels-last ones, as PyTorch's
+        channels-last tensors have them, else NCHW), and checked against ``format``
+        when given. The memory stays the producer's: it is
         kept alive while this object lives, and writes through either side are seen by
         the other.
 

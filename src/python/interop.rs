@@ -108,6 +108,17 @@ pub(crate) fn resolve_format(
     };
     let nchw = dense_strides(shape, Format::Nchw);
     let nhwc = dense_strides(shape, Format::Nhwc);
+    // Strides that fit both layouts (every dimension one layout steps over differently
+    // has extent 1: a 1x1 or depthwise filter, a 1x1 plane, one channel) say which one
+    // the producer meant by those extent-1 dimensions' strides where they are exactly one
+    // layout's: PyTorch's channels-last tensors, NumPy's transposed views. Else NCHW.
+    if requested.is_none()
+        && strides == nhwc.as_slice()
+        && strides != nchw.as_slice()
+        && strides_match(shape, strides, &nchw)
+    {
+        return Ok(Format::Nhwc);
+    }
     match requested {
         None | Some(Format::Nchw) if strides_match(shape, strides, &nchw) => Ok(Format::Nchw),
         None | Some(Format::Nhwc) if strides_match(shape, strides, &nhwc) => Ok(Format::Nhwc),
@@ -949,10 +960,34 @@ mod tests {
         assert!(resolve_format(&shape, Some(&nhwc), Some(Format::Nchw)).is_err());
         assert!(resolve_format(&shape, Some(&[60, 20, 1, 4]), None).is_err());
         assert!(resolve_format(&shape, None, Some(Format::NchwVectC8x4)).is_err());
-        // Extent-1 dimensions may carry any stride (PyTorch gives C=1 tensors either).
+        // Extent-1 dimensions may carry any stride (PyTorch gives C=1 tensors either);
+        // where they are exactly one layout's, that layout (PyTorch's channels-last
+        // tensors, NumPy's transposed views), else NCHW.
         let one_channel = [2, 1, 4, 5];
         assert_eq!(
             resolve_format(&one_channel, Some(&[20, 1, 5, 1]), None).ok(),
+            Some(Format::Nhwc)
+        );
+        assert_eq!(
+            resolve_format(&one_channel, Some(&[20, 20, 5, 1]), None).ok(),
+            Some(Format::Nchw)
+        );
+        assert_eq!(
+            resolve_format(&one_channel, Some(&[20, 7, 5, 1]), None).ok(),
+            Some(Format::Nchw)
+        );
+        // A 1x1 filter: channels-last strides (K, C, 1, 1) = (C, 1, C, C).
+        assert_eq!(
+            resolve_format(&[8, 4, 1, 1], Some(&[4, 1, 4, 4]), None).ok(),
+            Some(Format::Nhwc)
+        );
+        assert_eq!(
+            resolve_format(&[8, 4, 1, 1], Some(&[4, 1, 1, 1]), None).ok(),
+            Some(Format::Nchw)
+        );
+        // Both layouts' strides at once (one element a filter): NCHW.
+        assert_eq!(
+            resolve_format(&[8, 1, 1, 1], Some(&[1, 1, 1, 1]), None).ok(),
             Some(Format::Nchw)
         );
         assert_eq!(

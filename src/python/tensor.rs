@@ -275,7 +275,9 @@ macro_rules! tensor_like {
             /// Wraps an array of another library without copying: anything with
             /// `__dlpack__` (PyTorch, CuPy, JAX, NumPy), with `__cuda_array_interface__`, or
             /// a DLPack capsule. The shape is logical; the format is read from the strides
-            /// (contiguous: NCHW, channels-last: NHWC) or checked against `format`. With
+            /// (contiguous: NCHW, channels-last: NHWC; strides that fit both: NHWC where
+            /// the extent-1 dimensions' are exactly channels-last ones, else NCHW) or
+            /// checked against `format`. With
             /// `handle`, the array must live on the handle's device and the producer orders
             /// its pending work before the handle's stream.
             #[staticmethod]

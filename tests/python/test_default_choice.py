@@ -441,13 +441,15 @@ def test_torch_tensors_imported_fresh_each_call_stay_correct(gpu: cd.Handle) -> 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("kind", ["1x1", "depthwise"])
-def test_a_channels_last_filter_read_as_nchw_runs_as_channels_last(
-    gpu: cd.Handle, dtype: str, kind: str
+@pytest.mark.parametrize("weights", ["contiguous", "channels_last"])
+def test_filters_of_either_layout_in_a_channels_last_model(
+    gpu: cd.Handle, dtype: str, kind: str, weights: str
 ) -> None:
-    # A channels-last model's 1x1 and depthwise filters are dense in both layouts, so
-    # imported without a format (the contract's spelling) they read as NCHW beside an
-    # NHWC dy. The default choice describes them in dy's layout: the same engine and
-    # workspace as the filter imported as NHWC, and the right dx.
+    # 1x1 and depthwise filters are dense in both layouts. Imported without a format
+    # (the contract's spelling), a channels-last one reads as NHWC (its strides on the
+    # extent-1 dimensions say so) and a contiguous one, beside channels-last
+    # activations, as NCHW; the default choice then describes it in dy's layout. Either
+    # way: the engine and workspace of the filter imported as NHWC, and the right dx.
     torch = pytest.importorskip("torch")
     torch.backends.cudnn.allow_tf32 = False
     t = getattr(torch, dtype)
@@ -455,18 +457,17 @@ def test_a_channels_last_filter_read_as_nchw_runs_as_channels_last(
     groups, w_shape = (1, (48, 32, 1, 1)) if kind == "1x1" else (32, (32, 1, 3, 3))
     padding = (0, 0) if kind == "1x1" else (1, 1)
     x_shape = (4, 32, 14, 14)
-    w = torch.randn(w_shape, device="cuda", dtype=t).to(memory_format=cl)
-    dy = torch.randn((4, w_shape[0], 14, 14), device="cuda", dtype=t).to(
-        memory_format=cl
-    )
+    w = torch.randn(w_shape, device="cuda", dtype=t)
+    if weights == "channels_last":
+        w = w.to(memory_format=cl)
+    dy = torch.randn((4, w_shape[0], 14, 14), device="cuda", dtype=t)
+    dy = dy.to(memory_format=cl)
     h = cd.Handle()
     # f32 without TF32 (exact enough for 1e-4); half precision on tensor cores.
     math = cd.MathType.Fma if dtype == "float32" else cd.MathType.Default
     conv = cd.ConvolutionDescriptor(padding=padding, groups=groups, math_type=math)
     read = cd.Filter.from_dlpack(w)
-    assert read.format is cd.NCHW, (
-        "the premise: a filter of either layout reads as NCHW"
-    )
+    assert read.format is (cd.NHWC if weights == "channels_last" else cd.NCHW)
     as_nhwc = cd.Filter.from_dlpack(w, cd.NHWC)
     dyt = cd.Tensor.from_dlpack(dy)
     assert dyt.format is cd.NHWC
@@ -493,9 +494,22 @@ def test_a_channels_last_filter_read_as_nchw_runs_as_channels_last(
     one_call = torch.from_dlpack(
         cd.convolution_backward_data(h, read, dyt, conv, x_shape)
     )
+    results = [("explicit", dx.clone()), ("one-call", one_call)]
+    if weights == "channels_last" and dtype == "float32":
+        # The contract's explicit sequence with cuDNN's legacy heuristic: all NHWC, a
+        # configuration the legacy algorithms run.
+        dx.fill_(float("nan"))
+        best = h.get_convolution_backward_data_algorithm(read, dyt, dxt, conv)
+        size = h.get_convolution_backward_data_workspace_size(
+            read, dyt, dxt, conv, best
+        )
+        h.convolution_backward_data(
+            1.0, read, dyt, conv, best, cd.Workspace(h, size), 0.0, dxt
+        )
+        results.append(("legacy heuristic", dx))
     tol = {"float32": 1e-4, "float16": 2e-2}[dtype]
     scale = expected.abs().max().item()
-    for name, got in (("explicit", dx), ("one-call", one_call)):
+    for name, got in results:
         err = (got.double() - expected).abs().max().item() / scale
         assert err < tol, f"{name}: relative error {err}"
 

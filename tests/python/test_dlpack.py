@@ -391,6 +391,55 @@ def test_extent_one_dims_take_any_stride(cpu: cd.Handle) -> None:
     assert cd.Tensor.from_dlpack(one_channel, format=cd.NHWC).format is cd.NHWC
 
 
+def nhwc_view(shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[Any]:
+    """A logical NCHW array stored NHWC, every stride (those of extent-1 dimensions
+    too) the channels-last one, as PyTorch's channels-last tensors have them."""
+    n, c, *spatial = shape
+    stored = nonzero_values(rng, (n, *spatial, c), "f32")
+    return stored.transpose(0, 3, 1, 2)
+
+
+def test_channels_last_strides_on_extent_one_dims_say_nhwc(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # A 1x1 filter and a 1x1 plane: dense in both layouts; their extent-1 dimensions'
+    # strides are exactly channels-last ones, so they import as NHWC.
+    for shape in ((8, 4, 1, 1), (2, 6, 1, 1)):
+        view = nhwc_view(shape, rng)
+        assert view.strides[1] == view.itemsize
+        assert cd.Filter.from_dlpack(view).format is cd.NHWC
+        assert cd.Tensor.from_dlpack(view).format is cd.NHWC
+        assert cd.Tensor.from_dlpack(view.copy()).format is cd.NCHW
+    # One element per image: both layouts' strides at once, NCHW.
+    assert cd.Filter.from_dlpack(np.zeros((8, 1, 1, 1), np.float32)).format is cd.NCHW
+
+
+def test_a_channels_last_1x1_layer_runs_the_contracts_explicit_sequence(
+    cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # Imported without formats, a channels-last 1x1 layer is NHWC throughout (the
+    # filter's extent-1 strides say so), a configuration the legacy algorithms run: the
+    # contract's heuristic, workspace and call, not a refusal of mixed layouts.
+    w = nhwc_view((8, 4, 1, 1), rng)
+    dy = nhwc_view((2, 8, 5, 6), rng)
+    dx_host = np.full((2, 5, 6, 4), np.nan, np.float32).transpose(0, 3, 1, 2)
+    wt, dyt, dxt = (
+        cd.Filter.from_dlpack(w),
+        cd.Tensor.from_dlpack(dy),
+        cd.Tensor.from_dlpack(dx_host),
+    )
+    assert (wt.format, dyt.format, dxt.format) == (cd.NHWC, cd.NHWC, cd.NHWC)
+    conv = cd.ConvolutionDescriptor(padding=(0, 0))
+    best = cpu.get_convolution_backward_data_algorithm(wt, dyt, dxt, conv)
+    size = cpu.get_convolution_backward_data_workspace_size(wt, dyt, dxt, conv, best)
+    cpu.convolution_backward_data(
+        1.0, wt, dyt, conv, best, cd.Workspace(cpu, size), 0.0, dxt
+    )
+    case = case_2d((2, 4, 5, 6), (8, 4, 1, 1))
+    expected = conv_backward_data(w, dy, case.x_shape, case.params)
+    assert_close(dx_host, expected, "f32", "channels-last 1x1, legacy heuristic")
+
+
 @pytest.mark.parametrize("shape", [(4, 5), (2, 3, 4, 5, 6, 7, 8, 9, 2)])
 def test_wrong_rank_is_refused(cpu: cd.Handle, shape: tuple[int, ...]) -> None:
     with pytest.raises(cd.ShapeError, match="3 to 8 dimensions"):
