@@ -24,6 +24,9 @@ python3 scripts/module_cycles.py src
 
 echo "== cargo test"
 cargo test
+# The bindings' own unit tests (src/python/: import formats, PyTorch reads) need the
+# python feature, which the plain run leaves out.
+cargo test --features python --lib
 
 echo "== build the Python package"
 "$venv/bin/maturin" develop --release -q
