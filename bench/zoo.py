@@ -9,13 +9,17 @@ group, (2+1)-d video factorisations, ...), deduplicated across models, and weigh
 problem by how often its model meets it. Shapes come from a forward pass on the meta
 device, so no weights are made.
 
+With --contract, ours is the input gradient as the Python contract spells it (one
+`Handle()`, `Filter/Tensor.from_dlpack` without `handle=` or `format=`, the one-call
+API, `torch.from_dlpack` of its dx) instead of `conv_input_grad`.
+
 With --measured, the measured tiers instead: `conv_input_grad(..., benchmark=True)`
 against PyTorch with cudnn.benchmark = True (run in a fresh thread, so that its first
 call searches), their first calls being the searches.
 
 Usage (GPU machine):
   python bench/zoo.py [--models a,b|first|more|all] [--configs f32:nchw,tf32:cl,f16:nchw,bf16:cl]
-                      [--batch N] [--csv zoo.csv] [--max-minutes 4] [--measured]
+                      [--batch N] [--csv zoo.csv] [--max-minutes 4] [--measured | --contract]
 """
 
 from __future__ import annotations
@@ -199,8 +203,44 @@ def reps_for(timer: Timer, f: Callable[[], object]) -> int:
     return int(min(50, max(3, 2.0 / est)))
 
 
+_CONTRACT: dict = {}
+
+
+def contract_call(c: Conv, cfg: Config) -> Callable:
+    """The contract's spelling of the input gradient: one `cd.Handle()`, the imports
+    without `handle=` or `format=`, the one-call API (descriptors kept per problem)."""
+    h = _CONTRACT.get("handle")
+    if h is None:
+        h = _CONTRACT["handle"] = cd.Handle()
+    key = (c, cfg.name)
+    conv = _CONTRACT.get(key)
+    if conv is None:
+        fma = cfg.name == "f32"
+        conv = _CONTRACT[key] = cd.ConvolutionDescriptor(
+            padding=c.padding,
+            stride=c.stride,
+            dilation=c.dilation,
+            groups=c.groups,
+            math_type=cd.MathType.Fma if fma else cd.MathType.Default,
+        )
+
+    def call(x_shape, w, dy):
+        wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
+        return torch.from_dlpack(
+            cd.convolution_backward_data(h, wt, dyt, conv, x_shape)
+        )
+
+    return call
+
+
 def run_row(
-    c: Conv, n: int, cfg: Config, timer: Timer, gen, measured: bool = False
+    c: Conv,
+    n: int,
+    cfg: Config,
+    timer: Timer,
+    gen,
+    measured: bool = False,
+    contract: bool = False,
 ) -> dict:
     dev = torch.device("cuda")
     mf = torch.contiguous_format
@@ -219,7 +259,11 @@ def run_row(
     def theirs():
         return torch_dgrad(dy, x, w, c)
 
+    spelled = contract_call(c, cfg) if contract else None
+
     def ours():
+        if spelled is not None:
+            return spelled(x_shape, w, dy)
         return cd.conv_input_grad(x_shape, w, dy, *args, benchmark=measured)
 
     rec: dict = {}
@@ -291,10 +335,19 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--top", type=int, default=20, help="rows listed, slowest ratio first"
     )
+    ap.add_argument(
+        "--contract",
+        action="store_true",
+        help="ours as the Python contract spells it (Handle(), from_dlpack without "
+        "handle= or format=, the one-call API, torch.from_dlpack) instead of "
+        "conv_input_grad; not with --measured",
+    )
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device: the zoo times GPU calls", file=sys.stderr)
         return 2
+    if args.contract and args.measured:
+        ap.error("--contract times the default choice; leave out --measured")
     configs = parse_configs(args.configs)
     models = MODEL_SETS.get(args.models, args.models)
     names = [m.strip() for m in models.split(",") if m.strip()]
@@ -347,7 +400,7 @@ def main(argv=None) -> int:
                 "models": " ".join(f"{m}x{k}" for m, k in where[(c, n)]),
             }
             try:
-                rec |= run_row(c, n, cfg, timer, gen, args.measured)
+                rec |= run_row(c, n, cfg, timer, gen, args.measured, args.contract)
             except Exception as exc:
                 rec["error"] = f"{type(exc).__name__}: {exc}"[:120]
                 rec["ok"] = False
