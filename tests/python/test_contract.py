@@ -326,7 +326,9 @@ def test_convolution_descriptor_int_arguments_stand_for_every_dimension() -> Non
         cd.ConvolutionDescriptor(padding=(1, 1), stride=(1, 1, 1))
 
 
-def test_convolution_descriptor_without_padding_pads_nothing() -> None:
+def test_convolution_descriptor_without_padding_pads_nothing(
+    rng: np.random.Generator,
+) -> None:
     # Padding not given is zero (as in PyTorch's layers); the rank then comes from the
     # stride's or the dilation's tuple.
     conv = cd.ConvolutionDescriptor(stride=(2, 2))
@@ -347,7 +349,6 @@ def test_convolution_descriptor_without_padding_pads_nothing() -> None:
     # And it computes what an explicit zero padding computes, checked against the
     # reference: a strided 3x3 layer, whose dx rows past the last window get nothing.
     h = cd.Handle(device="cpu")
-    rng = np.random.default_rng()
     w_np = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     dy_np = rng.standard_normal((2, 4, 3, 3)).astype(np.float32)
     w = cd.Filter.from_numpy(h, w_np)
