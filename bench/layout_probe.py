@@ -12,11 +12,10 @@ Usage: python bench/layout_probe.py [LABEL]
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections.abc import Callable
 
 import torch
+from broad import Timer
 
 import cudnn_rs as cd
 
@@ -30,22 +29,6 @@ LAYERS = [
     ("dw5x5/2 672 14x14", (32, 672, 14, 14), (672, 1, 5, 5), 2, 2, 672),
     ("dw3x3/2 64 56x56", (32, 64, 56, 56), (64, 1, 3, 3), 2, 1, 64),
 ]
-
-
-def ms_per_call(f: Callable[[], object], calls: int = 100) -> float:
-    for _ in range(20):
-        f()
-    times = []
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            f()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return statistics.median(times)
 
 
 def probe(h: cd.Handle, label: str, dtype: torch.dtype, layer: tuple) -> None:
@@ -92,7 +75,8 @@ def probe(h: cd.Handle, label: str, dtype: torch.dtype, layer: tuple) -> None:
         xs, w.double(), dy.double(), stride, pad, 1, groups
     )
     err = ((got - ref).abs().max() / ref.abs().max()).item()
-    times = [ms_per_call(f) for f in (one_call, explicit, pytorch)]
+    timer = Timer("cuda", reps=100, trials=5, warmup=20)
+    times = [timer.per_call_ms(f) for f in (one_call, explicit, pytorch)]
     print(
         f"{label:6s} {str(dtype)[6:]:8s} {name:24s} filter {wt.format.__name__:4s} "
         f"one-call {times[0]:.4f} explicit {times[1]:.4f} torch {times[2]:.4f} "
