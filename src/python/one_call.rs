@@ -69,13 +69,15 @@ impl PyHandle {
                 // what that call resolved to, when it needs no more workspace than the
                 // handle has.
                 let have = workspace.as_ref().map_or(0, CudaSlice::len);
-                let default = sel == SelectedAlgo::Default;
-                // Looked up as the default choice's call remembered it: with a filter of
-                // either layout described in dy's (`RawProblem::filter_in_dy_format`).
-                let filter = default.then(|| p.filter_in_dy_format()).flatten();
-                let runs = filter.as_ref().map_or(p, |w| p.with_filter(w));
-                let resolved = (default && alpha.to_bits() == 1f64.to_bits())
-                    .then(|| ctx.resolved(&ProblemKey::new(&runs, Route::Default, math)))
+                let resolved = (sel == SelectedAlgo::Default && alpha.to_bits() == 1f64.to_bits())
+                    .then(|| {
+                        // Looked up as the default choice's call remembered it: with a
+                        // filter of either layout described in dy's
+                        // (`RawProblem::filter_in_dy_format`).
+                        let filter = p.filter_in_dy_format();
+                        let runs = filter.as_ref().map_or(p, |w| p.with_filter(w));
+                        ctx.resolved(&ProblemKey::new(&runs, Route::Default, math))
+                    })
                     .flatten()
                     .filter(|r| r.workspace <= have);
                 let need = if let Some(r) = &resolved {
