@@ -110,13 +110,39 @@ unsafe impl Send for CudnnContext {}
 /// cuDNN handles given back by dropped contexts, for the next context on the same CUDA
 /// context: creating one costs milliseconds and cuDNN keeps some memory per handle it
 /// ever created, so programs that make and drop many handles reuse a few instead. Each
-/// entry keeps its CUDA context retained, so the handle stays valid while pooled.
+/// entry keeps its CUDA context retained, so the handle stays valid while pooled, and what
+/// the dropped context learned about problems (see [`Learned`]), so that a program making
+/// a handle per call (`cd.convolution_backward_data(cd.Handle(), ...)`) pays a problem's
+/// heuristic queries and plan builds once, not every call.
 struct PooledHandle {
+    /// First, so that its plans, built with `handle`, are dropped while it is live.
+    learned: Option<Learned>,
     handle: RawHandle,
     ctx: Arc<CudaContext>,
+    /// Whether the handle was last set to the legacy default stream (the null stream).
+    on_default_stream: bool,
 }
 
-// SAFETY: a pooled handle is used by no thread until a context takes it back out.
+/// The caches of a context whose answers depend on the problem, the cuDNN handle and the
+/// device alone, not on the context's stream or benchmark setting: they go to the pool with
+/// the handle their plans were built with and come back with it.
+#[derive(Default)]
+struct Learned {
+    workspace_sizes: BoundedCache<ProblemKey, Option<usize>>,
+    heuristics: BoundedCache<(ProblemKey, bool), crate::convolution::BestHeuristic>,
+    twins: BoundedCache<ProblemKey, Option<std::rc::Rc<Twin>>>,
+    directs: BoundedCache<ProblemKey, Option<std::rc::Rc<crate::bwd_data::direct::Direct>>>,
+    kernels: crate::bwd_data::direct::Kernels,
+    engines: EngineCache,
+    /// The calls captured: a key holds every address a call touches (the workspace's
+    /// too), so one replays only for a call on those same live addresses.
+    graphs: GraphCache<ProblemKey>,
+}
+
+// SAFETY: a pooled handle is used by no thread until a context takes it back out. The
+// `Rc`s of its `Learned` caches point only at one another (a call clones one only for its
+// own duration, and the context they came from is gone), so they move as a whole, as a
+// context's do (see `CudnnContext`'s `Send`).
 unsafe impl Send for PooledHandle {}
 
 static HANDLE_POOL: std::sync::Mutex<Vec<PooledHandle>> = std::sync::Mutex::new(Vec::new());
@@ -131,15 +157,20 @@ fn handle_pool() -> std::sync::MutexGuard<'static, Vec<PooledHandle>> {
 impl Drop for CudnnContext {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
+        let (learned, reusable) = self.take_learned();
         let mut pool = handle_pool();
         if pool.len() < HANDLE_POOL_LIMIT {
             pool.push(PooledHandle {
+                learned: reusable.then_some(learned),
                 handle: RawHandle(self.handle.0),
                 ctx: Arc::clone(&self.ctx),
+                on_default_stream: self.stream.cu_stream().is_null(),
             });
             return;
         }
         drop(pool);
+        // The plans the caches keep were built with the handle: dropped before it goes.
+        drop(learned);
         // SAFETY: the handle was created by cudnnCreate of this library and, not pooled,
         // is destroyed once, here.
         unsafe {
@@ -154,6 +185,35 @@ impl CudnnContext {
         let ctx = Self::cuda_context(ordinal)?;
         let stream = ctx.default_stream();
         Self::with_stream(stream)
+    }
+
+    /// A context on CUDA device `ordinal`, issuing work to the device's default stream,
+    /// whose CUDA context object tracks no events (see
+    /// `CudaContext::disable_event_tracking`). Where a pooled handle was made this way,
+    /// its context object is taken over, so that making one is a few steps in the pool
+    /// rather than the driver's retain and release of the primary context.
+    ///
+    /// # Safety
+    /// Nothing may rely on cudarc's events to order the context's memory across streams:
+    /// the caller makes no cudarc streams of the context (`new_stream`, `fork`) and orders
+    /// the memory's uses across streams itself.
+    pub unsafe fn new_untracked(ordinal: usize) -> Result<Self> {
+        let pooled = handle_pool()
+            .iter()
+            .rev()
+            .find(|p| {
+                p.ctx.ordinal() == ordinal && p.ctx.is_primary() && !p.ctx.is_event_tracking()
+            })
+            .map(|p| Arc::clone(&p.ctx));
+        let ctx = if let Some(ctx) = pooled {
+            ctx
+        } else {
+            let ctx = Self::cuda_context(ordinal)?;
+            // SAFETY: the caller's contract; the object is new, no one else's.
+            unsafe { ctx.disable_event_tracking() };
+            ctx
+        };
+        Self::with_stream(ctx.default_stream())
     }
 
     /// The cudarc context of device `ordinal`, checked for driver and device first.
@@ -176,33 +236,38 @@ impl CudnnContext {
         ctx.bind_to_thread()?;
         let pooled = {
             let mut pool = handle_pool();
+            // The latest given back: a program making a handle per call gets the same
+            // one back each time, with all it learned.
             pool.iter()
-                .position(|p| p.ctx.cu_ctx() == ctx.cu_ctx())
-                .map(|i| pool.swap_remove(i).handle.0)
+                .rposition(|p| p.ctx.cu_ctx() == ctx.cu_ctx())
+                .map(|i| pool.remove(i))
         };
-        let handle = if let Some(handle) = pooled {
-            handle
+        let mut stream_set = false;
+        let (handle, learned) = if let Some(p) = pooled {
+            // A handle on the null stream needs no `cudnnSetStream` to it again.
+            stream_set = p.on_default_stream && stream.cu_stream().is_null();
+            (p.handle.0, p.learned.unwrap_or_default())
         } else {
             let mut handle: sys::CudnnHandle = std::ptr::null_mut();
             // SAFETY: cudnnCreate writes one handle; the device's context is current.
             let status = unsafe { (lib.api.cudnnCreate)(&raw mut handle) };
             check(status, "creating a cuDNN handle")?;
-            handle
+            (handle, Learned::default())
         };
         let this = Self {
             handle: RawHandle(handle),
             lib,
             ctx,
             stream,
-            workspace_sizes: std::cell::RefCell::new(BoundedCache::default()),
-            heuristics: std::cell::RefCell::new(BoundedCache::default()),
-            twins: std::cell::RefCell::new(BoundedCache::default()),
-            directs: std::cell::RefCell::new(BoundedCache::default()),
+            workspace_sizes: std::cell::RefCell::new(learned.workspace_sizes),
+            heuristics: std::cell::RefCell::new(learned.heuristics),
+            twins: std::cell::RefCell::new(learned.twins),
+            directs: std::cell::RefCell::new(learned.directs),
             deferred: std::cell::RefCell::default(),
             adopted: std::cell::Cell::new(0),
-            kernels: std::cell::RefCell::default(),
-            graphs: std::cell::RefCell::new(GraphCache::new()),
-            engines: std::cell::RefCell::new(EngineCache::default()),
+            kernels: std::cell::RefCell::new(learned.kernels),
+            graphs: std::cell::RefCell::new(learned.graphs),
+            engines: std::cell::RefCell::new(learned.engines),
             benchmark: std::cell::Cell::new(false),
             benchmark_budget: std::cell::Cell::new(DEFAULT_BENCHMARK_BUDGET),
             last_find: std::cell::Cell::new((0, 0)),
@@ -211,8 +276,38 @@ impl CudnnContext {
             finds: FindCache::default(),
             side: std::cell::RefCell::new(None),
         };
-        this.apply_stream()?;
+        if !stream_set {
+            this.apply_stream()?;
+        }
         Ok(this)
+    }
+
+    /// This context's [`Learned`] caches, taken out of it, and whether a later context on
+    /// the same handle may take them over. It may not where they hold plans built with
+    /// another handle (the side context's, the builder thread's: this context measured).
+    /// What depends on the benchmark setting is left out: the measured choices (a new
+    /// handle measures its own), and, with benchmarking on, the calls resolved or captured
+    /// with them and the depthwise kernel's problems.
+    fn take_learned(&mut self) -> (Learned, bool) {
+        let mut learned = Learned {
+            workspace_sizes: std::mem::take(self.workspace_sizes.get_mut()),
+            heuristics: std::mem::take(self.heuristics.get_mut()),
+            twins: std::mem::take(self.twins.get_mut()),
+            directs: std::mem::take(self.directs.get_mut()),
+            kernels: std::mem::take(self.kernels.get_mut()),
+            engines: std::mem::take(self.engines.get_mut()),
+            graphs: std::mem::take(self.graphs.get_mut()),
+        };
+        let reusable = self.side.get_mut().is_none()
+            && self.deferred.get_mut().is_empty()
+            && self.adopted.get() == 0;
+        learned.engines.measured.clear();
+        if self.benchmark.get() {
+            learned.engines.resolved.clear();
+            learned.directs.clear();
+            learned.graphs.clear();
+        }
+        (learned, reusable)
     }
 
     pub(crate) fn apply_stream(&self) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What is counted (the last three by the Python layer only).
+/// What is counted (release waits and imports by the Python layer only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(not(feature = "python"), allow(dead_code))]
 pub(crate) enum Count {
@@ -26,10 +26,12 @@ pub(crate) enum Count {
     TorchImport,
     /// An import through the producer's DLPack export.
     DlpackImport,
+    /// A graph-API execution plan built (finalized), on any thread.
+    PlanBuild,
 }
 
 /// Each count's name, in the order of [`Count`]'s variants.
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 9] = [
     "replayed",
     "captured",
     "direct",
@@ -38,6 +40,7 @@ const NAMES: [&str; 8] = [
     "release_waits",
     "torch_imports",
     "dlpack_imports",
+    "plan_builds",
 ];
 
 static COUNTS: [AtomicU64; NAMES.len()] = [const { AtomicU64::new(0) }; NAMES.len()];
@@ -64,7 +67,7 @@ mod tests {
     #[test]
     fn a_bump_raises_its_own_count_and_every_count_has_a_name() {
         // The last variant names the last count: every variant has its own slot.
-        assert_eq!(Count::DlpackImport as usize, NAMES.len() - 1);
+        assert_eq!(Count::PlanBuild as usize, NAMES.len() - 1);
         let before = snapshot();
         bump(Count::VariantPack);
         let after = snapshot();

@@ -479,6 +479,12 @@ fn destroy_exec(exec: sys::CUgraphExec) {
     unsafe { sys::cuGraphExecDestroy(exec) };
 }
 
+impl<P: PartialEq + Clone> Default for GraphCache<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<P: PartialEq> Drop for GraphCache<P> {
     fn drop(&mut self) {
         for e in self.entries.drain(..) {

@@ -1077,6 +1077,31 @@ fn contexts_of_one_device_share_the_kernel_module_and_outlive_each_other() {
     depthwise_f32_nchw_default_on(&context(), 2, 7, 1, false);
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU and cuDNN 9: run with --ignored (bench/gpu_run.sh)"]
+fn contexts_made_after_others_are_dropped_keep_their_event_tracking_and_run_right() {
+    // An untracked context is the only kind that takes over a dropped one's CUDA context
+    // object: a `new` context made after an untracked one was dropped tracks events, and
+    // an untracked one made after a tracked one was dropped does not; each runs right on
+    // the handle and caches the one before gave back.
+    // SAFETY: this test makes no cudarc streams of the contexts and uses one stream each.
+    let untracked = || unsafe { CudnnContext::new_untracked(0) }.unwrap();
+    let a = untracked();
+    assert!(!a.context().is_event_tracking());
+    depthwise_f32_nchw_default_on(&a, 1, 3, 1, false);
+    drop(a);
+    let b = context();
+    assert!(b.context().is_event_tracking());
+    depthwise_f32_nchw_default_on(&b, 1, 3, 1, false);
+    drop(b);
+    let c = untracked();
+    assert!(!c.context().is_event_tracking());
+    depthwise_f32_nchw_default_on(&c, 2, 3, 1, false);
+    let d = untracked();
+    assert!(!d.context().is_event_tracking());
+    depthwise_f32_nchw_default_on(&d, 1, 3, 1, false);
+}
+
 /// A filter, dy and dx of f32 in layout `fmt`, uploaded from host data with their logical
 /// shapes.
 #[allow(clippy::type_complexity)]

@@ -3490,8 +3490,9 @@ def _call_counts() -> dict[str, int]:
     (calls launched as CUDA graphs captured earlier), ``captured``, ``direct`` (calls the
     replay cache ran directly), ``variant_packs`` (graph-API variant packs made),
     ``pool_allocations``, ``release_waits`` (releases of foreign GPU memory that waited
-    for the GPU), ``torch_imports`` (PyTorch tensors read in place) and
-    ``dlpack_imports``. For diagnostics; the names may change."""
+    for the GPU), ``torch_imports`` (PyTorch tensors read in place), ``dlpack_imports``
+    and ``plan_builds`` (graph-API execution plans built). For diagnostics; the names may
+    change."""
 
 def _gpus() -> list[tuple[int, str, int]]:
     """(ordinal, name, total bytes) of each CUDA device; empty without a driver."""

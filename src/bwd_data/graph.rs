@@ -731,6 +731,7 @@ fn plan_of(
     }?;
     plan.set_descs(Attr::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg])?;
     plan.finalize(what)?;
+    crate::counters::bump(crate::counters::Count::PlanBuild);
     let workspace =
         usize::try_from(plan.get_i64(Attr::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)?).unwrap_or(0);
     Ok(Some(BuiltPlan {

@@ -165,15 +165,14 @@ impl PyHandle {
                 None
             }
             DeviceId::Cuda(ordinal) => {
-                let ctx = detach(py, || CudnnContext::new(ordinal))?;
-                // SAFETY: the CUDA context object is this handle's own (made just now;
-                // Python reaches it only through the handle) and cudarc never makes a
-                // stream of it (the library calls no `new_stream` or `fork`), so it
+                // SAFETY: Python reaches the CUDA context object only through handles
+                // made here (new, or a dropped one's taken over), and cudarc never makes
+                // a stream of it (the library calls no `new_stream` or `fork`), so it
                 // never orders the slices allocated on it by their events: it would only
                 // create and destroy two events per allocation (the one-call API's dx
                 // every call, workspaces, uploads). Ordering across streams is done by the
                 // tensors' stream marks (`order_after`), which do not use those events.
-                unsafe { ctx.context().disable_event_tracking() };
+                let ctx = detach(py, || unsafe { CudnnContext::new_untracked(ordinal) })?;
                 ctx.set_benchmark(benchmark);
                 Some(Mutex::new(GpuState {
                     ctx,

@@ -101,8 +101,8 @@ pub(crate) fn _gpus(py: Python<'_>) -> Vec<(usize, String, usize)> {
 /// How the library issued its GPU work since the process started: calls replayed as CUDA
 /// graphs, captured, run directly by the replay cache's choice, graph-API variant packs
 /// made, allocations from its memory pool, releases of foreign memory that waited for the
-/// GPU, imports of PyTorch tensors in place and through DLPack. For diagnostics; the
-/// names may change.
+/// GPU, imports of PyTorch tensors in place and through DLPack, graph-API execution plans
+/// built. For diagnostics; the names may change.
 #[pyfunction]
 pub(crate) fn _call_counts(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);

@@ -169,9 +169,9 @@ def test_device_count_agrees_with_cuda_available() -> None:
         assert cd.cuda_available() is False
 
 
-def test_call_counts_name_each_count_and_cpu_work_allocates_no_device_memory() -> None:
+def test_call_counts_name_each_count_and_cpu_work_counts_no_device_work() -> None:
     names = {"replayed", "captured", "direct", "variant_packs", "pool_allocations"}
-    names |= {"release_waits", "torch_imports", "dlpack_imports"}
+    names |= {"release_waits", "torch_imports", "dlpack_imports", "plan_builds"}
     before = cd._native._call_counts()
     assert set(before) == names and all(isinstance(v, int) for v in before.values())
     h = cd.Handle(device="cpu")
@@ -181,7 +181,9 @@ def test_call_counts_name_each_count_and_cpu_work_allocates_no_device_memory() -
     conv = cd.ConvolutionDescriptor(padding=(1, 1))
     dx = cd.convolution_backward_data(h, w, dy, conv, (1, 2, 4, 4))
     assert dx.device == "cpu"
-    assert cd._native._call_counts()["pool_allocations"] == before["pool_allocations"]
+    after = cd._native._call_counts()
+    assert after["pool_allocations"] == before["pool_allocations"]
+    assert after["plan_builds"] == before["plan_builds"]
 
 
 def test_release_cached_memory_refuses_a_negative_device_and_counts_bytes() -> None:

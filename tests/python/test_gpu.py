@@ -391,6 +391,92 @@ def test_tensors_and_one_call_results_come_from_the_library_pool(
     assert cd._native._call_counts()["pool_allocations"] >= before + 3
 
 
+def _per_call_handle_problem(
+    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator, x_shape: tuple[int, ...]
+) -> tuple[cd.Filter, cd.Tensor, cd.ConvolutionDescriptor, NDArray[np.float64]]:
+    """A 3x3 f32 layer on the GPU (its shape this module's own) and its dx on the CPU
+    device."""
+    n, c, *_ = x_shape
+    conv = cd.ConvolutionDescriptor(padding=(1, 1))
+    w_host = nonzero_values(rng, (2 * c, c, 3, 3), "f32")
+    dy_host = nonzero_values(rng, (n, 2 * c, *x_shape[2:]), "f32")
+    w, dy = cd.Filter.from_numpy(gpu, w_host), cd.Tensor.from_numpy(gpu, dy_host)
+    expected = cd.convolution_backward_data(
+        cpu,
+        cd.Filter.from_numpy(cpu, w_host),
+        cd.Tensor.from_numpy(cpu, dy_host),
+        conv,
+        x_shape,
+    ).to_numpy()
+    return w, dy, conv, expected.astype(np.float64)
+
+
+def test_a_handle_made_for_each_call_takes_over_what_the_last_one_built(
+    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # The contract's example written into a loop, a new Handle() for every call: the
+    # handle the last call gave back comes back with the plans it built, so only the
+    # first call builds any (a handle per call would otherwise pay cuDNN's heuristics
+    # and plan builds every call), and every result is right.
+    x_shape = (3, 12, 13, 11)
+    w, dy, conv, expected = _per_call_handle_problem(gpu, cpu, rng, x_shape)
+    before = cd._native._call_counts()["plan_builds"]
+    first = cd.convolution_backward_data(cd.Handle(), w, dy, conv, x_shape)
+    built = cd._native._call_counts()["plan_builds"]
+    assert built > before, "the problem's first call built no plan"
+    assert_close(first.to_numpy(), expected, "f32", "first call", TF32_TOLERANCE)
+    for i in range(3):
+        dx = cd.convolution_backward_data(cd.Handle(), w, dy, conv, x_shape)
+        assert_close(dx.to_numpy(), expected, "f32", f"call {i + 2}", TF32_TOLERANCE)
+    assert cd._native._call_counts()["plan_builds"] == built
+
+
+def test_calls_on_a_handle_made_for_each_replay_what_earlier_handles_captured(
+    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # The same operands called through a new Handle() each time: the calls captured
+    # as CUDA graphs go to the pool with the handle, so the later handles replay them,
+    # and each call (dx poisoned before it, in place) is right.
+    torch = _torch()
+    if torch is None:
+        pytest.skip("torch is not installed")
+    x_shape = (2, 12, 9, 14)
+    w, dy, conv, expected = _per_call_handle_problem(gpu, cpu, rng, x_shape)
+    out = torch.empty(x_shape, device="cuda", dtype=torch.float32)
+    dx = cd.Tensor.from_dlpack(out)
+    algo = cd.DefaultAlgo()
+    size = gpu.get_convolution_backward_data_workspace_size(w, dy, dx, conv, algo)
+    ws = cd.Workspace(gpu, size) if size else None
+    before = cd._native._call_counts()["replayed"]
+    for i in range(5):
+        out.fill_(float("nan"))
+        cd.Handle().convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+        got = out.cpu().numpy()
+        assert_close(got, expected, "f32", f"call {i + 1}", TF32_TOLERANCE)
+    assert cd._native._call_counts()["replayed"] > before
+
+
+def test_a_measuring_handle_made_after_another_measures_its_own(
+    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
+) -> None:
+    # What a benchmark=True handle measured is its own: a new one with benchmark on
+    # measures the problem again, and one with it off makes the untimed choice.
+    x_shape = (2, 12, 11, 13)
+    w, dy, conv, expected = _per_call_handle_problem(gpu, cpu, rng, x_shape)
+    for i in range(2):
+        h = cd.Handle(benchmark=True)
+        dx = cd.convolution_backward_data(h, w, dy, conv, x_shape)
+        assert h.last_find_report()[0] >= 1, f"handle {i + 1} did not measure"
+        assert_close(dx.to_numpy(), expected, "f32", f"handle {i + 1}", TF32_TOLERANCE)
+        del h, dx
+    untimed = cd.Handle()
+    dxt = cd.Tensor.empty(gpu, x_shape, dtype=cd.f32)
+    mine = untimed.get_convolution_backward_data_default(w, dy, dxt, conv)
+    kept = gpu.get_convolution_backward_data_default(w, dy, dxt, conv)
+    assert (mine.index, mine.knobs) == (kept.index, kept.knobs)
+    assert untimed.last_find_report() == (0, 0)
+
+
 def test_cpu_operands_with_a_gpu_handle_are_refused(
     gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
 ) -> None:
