@@ -97,6 +97,10 @@
 #                                     # on PyTorch's stream), then in the contract's spelling
 #                                     # (Handle(device=n), imports without a handle);
 #                                     # ONECALL_MODELS, ONECALL_VARIANTS
+#   bash scripts/gpu_final.sh handles # a new Handle() every call: bench/handle_probe.py with
+#                                     # this build and .carry/old/'s wheel in turn
+#                                     # (HANDLE_ORDER), then the tests of handles made and
+#                                     # dropped
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -550,6 +554,17 @@ ab)  # the measured tier of this build (1) against the wheel in .carry/alt/ (0),
   done
   gzip -f "$out"/*trace.txt
   ( cd "$out" && tar -czf bundle_ab.tar.gz ./*trace.txt.gz ./*.csv ./first_sights_ab*.txt ./*.log && rm -f ./*trace.txt.gz ./*.csv ./first_sights_ab*.txt ./random_measured_ab*.log ./first_sights_ab*.log )
+  ;;
+handles)  # a new Handle() every call (see the usage above)
+  python3 -m pip install -q --no-deps --no-index --target /tmp/site_old .carry/old/*.whl || exit 3
+  round=0
+  for which in ${HANDLE_ORDER:-new old new old}; do
+    round=$((round + 1))
+    site=/tmp/site
+    [ "$which" = old ] && site=/tmp/site_old
+    TAIL=13 PYTHONPATH=$site run "handle_probe_${which}_r$round" 150 bash -c "cd bench && python3 handle_probe.py $which"
+  done
+  TAIL=4 run pytest_handles 120 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "handle_made or measuring_handle or handles"
   ;;
 onecall)  # the GPU tests when one call may be all there is: the Rust chain runs beside
          # pytest (one GPU, 16 cores), each with its own limits; the logs tell each rc

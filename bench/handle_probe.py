@@ -1,0 +1,115 @@
+"""The one-call API with a new `cd.Handle()` on every call, as a backward written
+straight from the contract's example would make it, against the same call on one kept
+handle and against PyTorch's dgrad on the same tensors.
+
+Each line: a layer and ms per call (CUDA events around 50 calls after 5 warm-up calls,
+the median of 5 such timings; a host-bound loop shows its host time):
+- `kept`: `cd.convolution_backward_data(h, w, dy, conv, x_shape)` on one handle;
+- `fresh`: the same with `cd.Handle()` made in the call;
+- `naive`: a whole backward as the contract spells it, every call: `cd.Handle()`,
+  `Filter.from_dlpack(w)`, `Tensor.from_dlpack(dy)`, the one-call API, `torch.from_dlpack`;
+- `torch`: `aten.convolution_backward` for the input gradient alone.
+First, the host time of `cd.Handle()` made and dropped alone (us, best of 5 x 2000).
+
+Usage (GPU machine): python bench/handle_probe.py [LABEL]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+from broad import Timer
+
+import cudnn_rs as cd
+
+# name, x shape, filter shape, stride, padding, groups, channels last
+LAYERS = [
+    ("3x3 64->64 56x56", (32, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1, False),
+    ("1x1 256->64 56x56 cl", (32, 256, 56, 56), (64, 256, 1, 1), 1, 0, 1, True),
+    ("1x1 2048->512 7x7 cl", (32, 2048, 7, 7), (512, 2048, 1, 1), 1, 0, 1, True),
+    ("dw3x3 240 14x14 cl", (32, 240, 14, 14), (240, 1, 3, 3), 1, 1, 240, True),
+    ("3x3/2 128->128 28x28", (32, 128, 28, 28), (128, 128, 3, 3), 2, 1, 1, False),
+    ("tiny 1x4x8x8", (1, 4, 8, 8), (4, 4, 3, 3), 1, 1, 1, False),
+]
+
+
+def probe(label: str, dtype: torch.dtype, layer: tuple) -> None:
+    """One layer's line."""
+    name, xs, ws, stride, pad, groups, cl = layer
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    x = torch.randn(xs, device="cuda", dtype=dtype).to(memory_format=fmt)
+    w = torch.randn(ws, device="cuda", dtype=dtype).to(memory_format=fmt)
+    y = torch.nn.functional.conv2d(x, w, None, stride, pad, 1, groups)
+    dy = torch.randn_like(y).to(memory_format=fmt)
+    conv = cd.ConvolutionDescriptor(
+        padding=(pad, pad), stride=(stride, stride), groups=groups
+    )
+    h = cd.Handle()
+    wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
+
+    def kept() -> object:
+        return cd.convolution_backward_data(h, wt, dyt, conv, xs)
+
+    def fresh() -> object:
+        return cd.convolution_backward_data(cd.Handle(), wt, dyt, conv, xs)
+
+    def naive() -> torch.Tensor:
+        hh = cd.Handle()
+        out = cd.convolution_backward_data(
+            hh, cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy), conv, xs
+        )
+        return torch.from_dlpack(out)
+
+    def pytorch() -> object:
+        return torch.ops.aten.convolution_backward(
+            dy,
+            x,
+            w,
+            None,
+            [stride] * 2,
+            [pad] * 2,
+            [1, 1],
+            False,
+            [0, 0],
+            groups,
+            [True, False, False],
+        )
+
+    ref = torch.nn.grad.conv2d_input(
+        xs, w.double(), dy.double(), stride, pad, 1, groups
+    )
+    errs = []
+    for f in (kept, fresh, naive):
+        got = torch.from_dlpack(f()).double()
+        errs.append(((got - ref).abs().max() / ref.abs().max()).item())
+    timer = Timer("cuda", reps=50, trials=5, warmup=5)
+    times = [timer.per_call_ms(f) for f in (kept, fresh, naive, pytorch)]
+    print(
+        f"{label:6s} {str(dtype)[6:]:8s} {name:22s} "
+        f"kept {times[0]:.4f} fresh {times[1]:.4f} naive {times[2]:.4f} "
+        f"torch {times[3]:.4f} fresh/torch {times[1] / times[3]:.2f} "
+        f"max err {max(errs):.1e}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    label = sys.argv[1] if len(sys.argv) > 1 else "this build"
+    torch.backends.cudnn.allow_tf32 = True
+    print(f"# {label}: cudnn_rs from {cd.__file__}; {torch.cuda.get_device_name()}")
+    rounds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(2000):
+            cd.Handle()
+        rounds.append((time.perf_counter() - start) / 2000 * 1e6)
+    print(f"{label:6s} Handle() made and dropped: {min(rounds):.2f} us", flush=True)
+    for dtype in (torch.float16, torch.float32):
+        for layer in LAYERS:
+            probe(label, dtype, layer)
+
+
+if __name__ == "__main__":
+    main()
