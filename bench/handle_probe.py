@@ -21,6 +21,7 @@ import time
 
 import torch
 from broad import Timer
+from layout_probe import operands, rel_err
 
 import cudnn_rs as cd
 
@@ -39,13 +40,7 @@ def probe(label: str, dtype: torch.dtype, layer: tuple) -> None:
     """One layer's line."""
     name, xs, ws, stride, pad, groups, cl = layer
     fmt = torch.channels_last if cl else torch.contiguous_format
-    x = torch.randn(xs, device="cuda", dtype=dtype).to(memory_format=fmt)
-    w = torch.randn(ws, device="cuda", dtype=dtype).to(memory_format=fmt)
-    y = torch.nn.functional.conv2d(x, w, None, stride, pad, 1, groups)
-    dy = torch.randn_like(y).to(memory_format=fmt)
-    conv = cd.ConvolutionDescriptor(
-        padding=(pad, pad), stride=(stride, stride), groups=groups
-    )
+    _, w, dy, conv, ref, pytorch = operands(xs, ws, stride, pad, groups, dtype, fmt)
     h = cd.Handle()
     wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
 
@@ -62,28 +57,7 @@ def probe(label: str, dtype: torch.dtype, layer: tuple) -> None:
         )
         return torch.from_dlpack(out)
 
-    def pytorch() -> object:
-        return torch.ops.aten.convolution_backward(
-            dy,
-            x,
-            w,
-            None,
-            [stride] * 2,
-            [pad] * 2,
-            [1, 1],
-            False,
-            [0, 0],
-            groups,
-            [True, False, False],
-        )
-
-    ref = torch.nn.grad.conv2d_input(
-        xs, w.double(), dy.double(), stride, pad, 1, groups
-    )
-    errs = []
-    for f in (kept, fresh, naive):
-        got = torch.from_dlpack(f()).double()
-        errs.append(((got - ref).abs().max() / ref.abs().max()).item())
+    errs = [rel_err(f(), ref) for f in (kept, fresh, naive)]
     timer = Timer("cuda", reps=50, trials=5, warmup=5)
     times = [timer.per_call_ms(f) for f in (kept, fresh, naive, pytorch)]
     print(

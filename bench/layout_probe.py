@@ -13,9 +13,11 @@ Usage: python bench/layout_probe.py [LABEL]
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
-from broad import Timer
+from broad import Layer, Timer, torch_dgrad
 
 import cudnn_rs as cd
 
@@ -31,17 +33,53 @@ LAYERS = [
 ]
 
 
+class Operands(NamedTuple):
+    """A 2-d layer's random operands on the GPU, its dx in float64 and PyTorch's dgrad."""
+
+    x: torch.Tensor
+    w: torch.Tensor
+    dy: torch.Tensor
+    conv: cd.ConvolutionDescriptor
+    ref: torch.Tensor
+    pytorch: Callable[[], object]
+
+
+def operands(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    stride: int,
+    pad: int,
+    groups: int,
+    dtype: torch.dtype,
+    fmt: torch.memory_format,
+) -> Operands:
+    """x, w and dy drawn at random in memory format ``fmt``, and what to check them by."""
+    x = torch.randn(xs, device="cuda", dtype=dtype).to(memory_format=fmt)
+    w = torch.randn(ws, device="cuda", dtype=dtype).to(memory_format=fmt)
+    y = torch.nn.functional.conv2d(x, w, None, stride, pad, 1, groups)
+    dy = torch.randn_like(y).to(memory_format=fmt)
+    conv = cd.ConvolutionDescriptor(
+        padding=(pad, pad), stride=(stride, stride), groups=groups
+    )
+    ref = torch.nn.grad.conv2d_input(
+        xs, w.double(), dy.double(), stride, pad, 1, groups
+    )
+    two = (stride, stride), (pad, pad)
+    layer = Layer("", xs[1], ws[0], xs[2:], ws[2:], *two, (1, 1), groups, xs[0])
+    return Operands(x, w, dy, conv, ref, lambda: torch_dgrad(dy, x, w, layer))
+
+
+def rel_err(got: object, ref: torch.Tensor) -> float:
+    """max |got - ref| / max |ref|, got being any DLPack array."""
+    diff = torch.from_dlpack(got).double() - ref
+    return (diff.abs().max() / ref.abs().max()).item()
+
+
 def probe(h: cd.Handle, label: str, dtype: torch.dtype, layer: tuple) -> None:
     """One layer's line."""
     name, xs, ws, stride, pad, groups = layer
     cl = torch.channels_last
-    x = torch.randn(xs, device="cuda", dtype=dtype).to(memory_format=cl)
-    w = torch.randn(ws, device="cuda", dtype=dtype).to(memory_format=cl)
-    y = torch.nn.functional.conv2d(x, w, None, stride, pad, 1, groups)
-    dy = torch.randn_like(y).to(memory_format=cl)
-    conv = cd.ConvolutionDescriptor(
-        padding=(pad, pad), stride=(stride, stride), groups=groups
-    )
+    x, w, dy, conv, ref, pytorch = operands(xs, ws, stride, pad, groups, dtype, cl)
     wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
     dx = torch.empty_like(x, memory_format=cl)
     dxt = cd.Tensor.from_dlpack(dx)
@@ -55,26 +93,7 @@ def probe(h: cd.Handle, label: str, dtype: torch.dtype, layer: tuple) -> None:
     def explicit() -> None:
         h.convolution_backward_data(1.0, wt, dyt, conv, algo, space, 0.0, dxt)
 
-    def pytorch() -> object:
-        return torch.ops.aten.convolution_backward(
-            dy,
-            x,
-            w,
-            None,
-            [stride] * 2,
-            [pad] * 2,
-            [1, 1],
-            False,
-            [0, 0],
-            groups,
-            [True, False, False],
-        )
-
-    got = torch.from_dlpack(one_call()).double()
-    ref = torch.nn.grad.conv2d_input(
-        xs, w.double(), dy.double(), stride, pad, 1, groups
-    )
-    err = ((got - ref).abs().max() / ref.abs().max()).item()
+    err = rel_err(one_call(), ref)
     timer = Timer("cuda", reps=100, trials=5, warmup=20)
     times = [timer.per_call_ms(f) for f in (one_call, explicit, pytorch)]
     print(
