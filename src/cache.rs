@@ -15,17 +15,20 @@ pub const DEFAULT_ENTRIES: usize = 4096;
 /// Hashed with FxHash: the keys are problem descriptions built by the library, so a fast
 /// hash matters more than resistance to crafted collisions.
 pub struct BoundedCache<K: Hash + Eq, V> {
+    /// Unbounded to `lru` (whose bounded caches allocate a table for their whole capacity
+    /// up front, 128 KiB at the default bound, which made a handle cost microseconds):
+    /// the table grows with the entries and `insert` keeps the bound.
     inner: lru::LruCache<K, V, rustc_hash::FxBuildHasher>,
+    cap: NonZeroUsize,
 }
 
 impl<K: Hash + Eq, V> BoundedCache<K, V> {
-    /// A cache of at most `entries` entries (at least one).
+    /// A cache of at most `entries` entries (at least one); it allocates no table until
+    /// the first entry comes.
     pub fn new(entries: usize) -> Self {
         Self {
-            inner: lru::LruCache::with_hasher(
-                NonZeroUsize::new(entries).unwrap_or(NonZeroUsize::MIN),
-                rustc_hash::FxBuildHasher,
-            ),
+            inner: lru::LruCache::unbounded_with_hasher(rustc_hash::FxBuildHasher),
+            cap: NonZeroUsize::new(entries).unwrap_or(NonZeroUsize::MIN),
         }
     }
 
@@ -34,9 +37,13 @@ impl<K: Hash + Eq, V> BoundedCache<K, V> {
         self.inner.get(key)
     }
 
-    /// Stores `value` under `key` (replacing an entry with that key).
+    /// Stores `value` under `key` (replacing an entry with that key), dropping the least
+    /// recently used entry when that makes one too many.
     pub fn insert(&mut self, key: K, value: V) {
         self.inner.put(key, value);
+        if self.inner.len() > self.cap.get() {
+            self.inner.pop_lru();
+        }
     }
 
     /// Drops every entry.
@@ -130,6 +137,25 @@ mod tests {
         assert_eq!(c.get(&3), Some(&"d"));
         assert_eq!(c.len(), 2);
         assert!(!c.is_empty());
-        assert_eq!(BoundedCache::<u8, u8>::new(0).inner.cap().get(), 1);
+        // A bound of 0 keeps one entry.
+        let mut one = BoundedCache::<u8, u8>::new(0);
+        one.insert(1, 1);
+        one.insert(2, 2);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one.get(&1), None);
+        assert_eq!(one.get(&2), Some(&2));
+    }
+
+    #[test]
+    fn many_inserts_keep_the_latest_up_to_the_bound() {
+        let mut c = BoundedCache::new(10);
+        for i in 0..100u32 {
+            c.insert(i, i * 2);
+        }
+        assert_eq!(c.len(), 10);
+        assert!((0..90).all(|i| c.get(&i).is_none()));
+        assert!((90..100).all(|i| c.get(&i) == Some(&(i * 2))));
+        let order: Vec<u32> = c.iter().map(|(k, _)| *k).collect();
+        assert_eq!(order, (90..100).rev().collect::<Vec<_>>());
     }
 }
