@@ -158,10 +158,18 @@ impl Drop for CudnnContext {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
         let (learned, reusable) = self.take_learned();
+        // Caches no later context may take are dropped before the pool is locked (their
+        // plans and graphs take a while to destroy).
+        let learned = if reusable {
+            Some(learned)
+        } else {
+            drop(learned);
+            None
+        };
         let mut pool = handle_pool();
         if pool.len() < HANDLE_POOL_LIMIT {
             pool.push(PooledHandle {
-                learned: reusable.then_some(learned),
+                learned,
                 handle: RawHandle(self.handle.0),
                 ctx: Arc::clone(&self.ctx),
                 on_default_stream: self.stream.cu_stream().is_null(),
