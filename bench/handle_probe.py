@@ -9,7 +9,8 @@ the median of 5 such timings; a host-bound loop shows its host time):
 - `naive`: a whole backward as the contract spells it, every call: `cd.Handle()`,
   `Filter.from_dlpack(w)`, `Tensor.from_dlpack(dy)`, the one-call API, `torch.from_dlpack`;
 - `torch`: `aten.convolution_backward` for the input gradient alone.
-First, the host time of `cd.Handle()` made and dropped alone (us, best of 5 x 2000).
+First, the host time of `cd.Handle()` made and dropped alone (us, best of 5 x 2000,
+`host_overhead.per_iter_us`).
 
 Usage (GPU machine): python bench/handle_probe.py [LABEL]
 """
@@ -17,8 +18,8 @@ Usage (GPU machine): python bench/handle_probe.py [LABEL]
 from __future__ import annotations
 
 import sys
-import time
 
+import host_overhead
 import torch
 from broad import Timer
 from layout_probe import operands, rel_err
@@ -73,13 +74,8 @@ def main() -> None:
     label = sys.argv[1] if len(sys.argv) > 1 else "this build"
     torch.backends.cudnn.allow_tf32 = True
     print(f"# {label}: cudnn_rs from {cd.__file__}; {torch.cuda.get_device_name()}")
-    rounds = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(2000):
-            cd.Handle()
-        rounds.append((time.perf_counter() - start) / 2000 * 1e6)
-    print(f"{label:6s} Handle() made and dropped: {min(rounds):.2f} us", flush=True)
+    made = min(host_overhead.per_iter_us(cd.Handle, 2000) for _ in range(5))
+    print(f"{label:6s} Handle() made and dropped: {made:.2f} us", flush=True)
     for dtype in (torch.float16, torch.float32):
         for layer in LAYERS:
             probe(label, dtype, layer)
