@@ -46,6 +46,22 @@ impl<K: Hash + Eq, V> BoundedCache<K, V> {
         }
     }
 
+    /// Drops the entries `keep` refuses; the rest keep their order of use.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool)
+    where
+        K: Clone,
+    {
+        let gone: Vec<K> = self
+            .inner
+            .iter()
+            .filter(|(k, v)| !keep(k, v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &gone {
+            self.inner.pop(k);
+        }
+    }
+
     /// Drops every entry.
     pub fn clear(&mut self) {
         self.inner.clear();
@@ -157,5 +173,24 @@ mod tests {
         assert!((90..100).all(|i| c.get(&i) == Some(&(i * 2))));
         let order: Vec<u32> = c.iter().map(|(k, _)| *k).collect();
         assert_eq!(order, (90..100).rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn retain_drops_what_it_refuses_and_keeps_the_rest_in_order_of_use() {
+        let mut c = BoundedCache::new(8);
+        for i in 0..6u32 {
+            c.insert(i, i * 10);
+        }
+        assert_eq!(c.get(&1), Some(&10)); // 1 is now the most recent
+        c.retain(|k, v| k % 2 == 1 && *v != 50);
+        let order: Vec<(u32, u32)> = c.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(order, [(1, 10), (3, 30)]);
+        // The bound still holds after entries went: the least recent (3) goes first.
+        for i in 10..17u32 {
+            c.insert(i, i);
+        }
+        assert_eq!(c.len(), 8);
+        assert_eq!(c.get(&3), None);
+        assert_eq!(c.get(&1), Some(&10));
     }
 }

@@ -74,8 +74,8 @@ pub struct CudnnContext {
     pub(crate) finds: FindCache,
     /// A second context on the device, whose handle asks cuDNN's later heuristics while
     /// this one asks the first (see `bwd_data::beside::candidates_beside`), made at the
-    /// first measurement that does. Last, so that the plans built with its handle, which
-    /// this context's caches keep, are dropped before it.
+    /// first measurement that does. Dropped with this context once the plans built with
+    /// its handle, which this context's caches keep, are gone (see `Drop`).
     pub(crate) side: std::cell::RefCell<Option<Box<CudnnContext>>>,
 }
 
@@ -116,7 +116,7 @@ unsafe impl Send for CudnnContext {}
 /// heuristic queries and plan builds once, not every call.
 struct PooledHandle {
     /// First, so that its plans, built with `handle`, are dropped while it is live.
-    learned: Option<Learned>,
+    learned: Learned,
     handle: RawHandle,
     ctx: Arc<CudaContext>,
     /// Whether the handle was last set to the legacy default stream (the null stream).
@@ -157,15 +157,11 @@ fn handle_pool() -> std::sync::MutexGuard<'static, Vec<PooledHandle>> {
 impl Drop for CudnnContext {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        let (learned, reusable) = self.take_learned();
-        // Caches no later context may take are dropped before the pool is locked (their
-        // plans and graphs take a while to destroy).
-        let learned = if reusable {
-            Some(learned)
-        } else {
-            drop(learned);
-            None
-        };
+        let learned = self.take_learned();
+        // The side context goes to the pool before this handle (the plans built with its
+        // handle are gone from the caches by now), so that the next context takes this
+        // one, the latest, back with what it learned.
+        drop(self.side.get_mut().take());
         let mut pool = handle_pool();
         if pool.len() < HANDLE_POOL_LIMIT {
             pool.push(PooledHandle {
@@ -254,7 +250,7 @@ impl CudnnContext {
         let (handle, learned) = if let Some(p) = pooled {
             // A handle on the null stream needs no `cudnnSetStream` to it again.
             stream_set = p.on_default_stream && stream.cu_stream().is_null();
-            (p.handle.0, p.learned.unwrap_or_default())
+            (p.handle.0, p.learned)
         } else {
             let mut handle: sys::CudnnHandle = std::ptr::null_mut();
             // SAFETY: cudnnCreate writes one handle; the device's context is current.
@@ -290,13 +286,16 @@ impl CudnnContext {
         Ok(this)
     }
 
-    /// This context's [`Learned`] caches, taken out of it, and whether a later context on
-    /// the same handle may take them over. It may not where they hold plans built with
-    /// another handle (the side context's, the builder thread's: this context measured).
-    /// What depends on the benchmark setting is left out: the measured choices (a new
-    /// handle measures its own), and, with benchmarking on, the calls resolved or captured
-    /// with them and the depthwise kernel's problems.
-    fn take_learned(&mut self) -> (Learned, bool) {
+    /// This context's [`Learned`] caches, taken out of it for a later context on the same
+    /// handle. What could not run there is left out:
+    /// - plans built with another handle (the side context's, which goes with this
+    ///   context; the builder thread's), with the calls settled or resolved on them, the
+    ///   captured calls and the depthwise kernel's problems, where this context measured
+    ///   with such plans or ran problems with the kernel until they were built;
+    /// - what depends on the benchmark setting: the measured choices (which every context
+    ///   on the device shares anyway, see [`Self::default_config`]), and, with benchmarking
+    ///   on, the calls resolved or captured with them and the kernel's problems.
+    fn take_learned(&mut self) -> Learned {
         let mut learned = Learned {
             workspace_sizes: std::mem::take(self.workspace_sizes.get_mut()),
             heuristics: std::mem::take(self.heuristics.get_mut()),
@@ -306,16 +305,21 @@ impl CudnnContext {
             engines: std::mem::take(self.engines.get_mut()),
             graphs: std::mem::take(self.graphs.get_mut()),
         };
-        let reusable = self.side.get_mut().is_none()
-            && self.deferred.get_mut().is_empty()
-            && self.adopted.get() == 0;
+        let foreign = self.side.get_mut().is_some()
+            || !self.deferred.get_mut().is_empty()
+            || self.adopted.get() > 0;
+        if foreign {
+            learned.engines.keep_own_plans();
+            learned.graphs.clear();
+            learned.directs.clear();
+        }
         learned.engines.measured.clear();
         if self.benchmark.get() {
             learned.engines.resolved.clear();
             learned.directs.clear();
             learned.graphs.clear();
         }
-        (learned, reusable)
+        learned
     }
 
     pub(crate) fn apply_stream(&self) -> Result<()> {
@@ -393,7 +397,10 @@ impl CudnnContext {
     /// of the close ones, an engine's until one is three times slower; engines only the
     /// fallback list names only while fewer than six ranked ones were timed), within
     /// [`Self::benchmark_budget`], and later calls run the fastest. Off (the default), the
-    /// choice is made without timing. Measured choices are kept either way.
+    /// choice is made without timing. Measured choices are kept either way, and shared by
+    /// every context on the device: as with PyTorch's benchmark mode, a problem is measured
+    /// once per device and process, not once per context (a context made for each call
+    /// measures only the first; [`Self::clear_measured_choices`] forgets them all).
     pub fn set_benchmark(&self, on: bool) {
         if self.benchmark.replace(on) != on {
             // Captured and resolved calls of `DefaultAlgo` ran the other setting's choice,

@@ -1358,6 +1358,8 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
     // a trial that wrote dx would show in the result; then beta = 0 on a poisoned dx.
     let ctx = context();
     ctx.set_benchmark(true);
+    // Measured choices are shared by the device's contexts: none an earlier test made.
+    ctx.clear_measured_choices();
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(29);
     let (w_shape, y_shape, x_shape) = ([64, 48, 3, 3], [2, 64, 15, 15], [2, 48, 15, 15]);
@@ -1385,7 +1387,7 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
     .unwrap();
     let params = same_3x3_params();
     let geo = BwdDataGeometry::new(&w_shape, &y_shape, &x_shape, &params).unwrap();
-    for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
+    let mut run = |ctx: &CudnnContext, alpha: f32, beta: f32| {
         let start = if beta == 0.0 {
             vec![f32::NAN; dx0.len()]
         } else {
@@ -1401,7 +1403,7 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
             &mut want,
         );
         stream.memcpy_htod(&start, dx.data_mut()).unwrap();
-        let size = default_workspace(&ctx, &w, &dy, &dx, &conv);
+        let size = default_workspace(ctx, &w, &dy, &dx, &conv);
         let mut ws = (size > 0).then(|| stream.alloc_zeros::<u8>(size).unwrap());
         ctx.convolution_backward_data(
             alpha,
@@ -1418,9 +1420,22 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
         assert!(got.iter().all(|v| v.is_finite()), "beta {beta}: NaN in dx");
         let err = max_rel_err(&got, &want);
         assert!(err < 5e-3, "beta {beta}: relative error {err}");
+    };
+    for (alpha, beta) in [(1.5f32, 0.5f32), (1.0, 0.0)] {
+        run(&ctx, alpha, beta);
     }
     let (timed, _) = ctx.last_find_report();
     assert!(timed > 1, "the first call measured {timed} configurations");
+    // Measured once per device and process: another context runs the choice without
+    // measuring, until the measured choices are cleared.
+    let other = context();
+    other.set_benchmark(true);
+    run(&other, 1.0, 0.0);
+    assert_eq!(other.last_find_report(), (0, 0), "measured again");
+    other.clear_measured_choices();
+    run(&other, 1.0, 0.0);
+    let (timed, _) = other.last_find_report();
+    assert!(timed > 1, "after clearing, {timed} configurations measured");
 }
 
 #[test]
@@ -1433,6 +1448,8 @@ fn measured_default_runs_the_kernel_until_the_background_build_is_taken_in() {
     // calls' dx (poisoned first) against the reference on the same bf16 inputs.
     let ctx = context();
     ctx.set_benchmark(true);
+    // Measured choices are shared by the device's contexts: none an earlier test made.
+    ctx.clear_measured_choices();
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(43);
     let c = 384;

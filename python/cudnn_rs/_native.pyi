@@ -1129,8 +1129,10 @@ class Handle:
         an engine's until one is three times slower; engines only the fallback list
         names only while fewer than six ranked ones were timed), within
         ``benchmark_budget_ms``,
-        and later calls run the fastest. False (the default): chosen without timing,
-        the same in every process."""
+        and later calls run the fastest. A problem is measured once per device and
+        process, as in PyTorch: what one handle measured, every handle on the device
+        runs (``clear_algorithm_cache()`` forgets it). False (the default): chosen
+        without timing, the same in every process."""
     @benchmark.setter
     def benchmark(self, on: bool) -> None: ...
     @property
@@ -1183,7 +1185,9 @@ class Handle:
     def algorithm_cache_size(self) -> int:
         """Number of problems whose measured algorithms this handle has cached."""
     def clear_algorithm_cache(self) -> None:
-        """Forgets every cached measurement."""
+        """Forgets every cached measurement: this handle's finds, and the measured
+        default choices (``benchmark=True``), which every handle on the device shares,
+        so that the next call of each problem measures again."""
     def save_algorithm_cache(self, path: str | os.PathLike[str]) -> None:
         """Writes the cached measurements (finds and measured default choices) to
         ``path``; the first line names the cuDNN version and GPU."""

@@ -604,7 +604,7 @@ pub(crate) struct Plan {
     /// The operation graph the plan was built from where that is not the graph it is
     /// kept under (a plan built on the builder's thread, see `bwd_data/background.rs`):
     /// kept alive with the plan.
-    _built_from: Option<std::rc::Rc<OpGraph>>,
+    built_from: Option<std::rc::Rc<OpGraph>>,
 }
 
 /// A plan as built, before a context takes it ([`Plan::own`], [`Plan::adopt`]): what the
@@ -641,8 +641,14 @@ impl Plan {
             notes: built.notes,
             config: built.config,
             packs: std::cell::RefCell::new(Vec::new()),
-            _built_from: built_from,
+            built_from,
         }
+    }
+
+    /// Whether the plan was built with the handle of the context keeping it (not taken
+    /// over from another: the builder thread's, a side context's).
+    pub(crate) fn is_own(&self) -> bool {
+        self.built_from.is_none()
     }
 
     /// The record users see for this plan.
@@ -905,6 +911,20 @@ pub(crate) struct EngineCache {
     /// What the default choice's calls (alpha 1, beta 0) of a problem and math type
     /// resolved to (see `CudnnContext::remember_default`).
     pub(crate) resolved: BoundedCache<ProblemKey, std::rc::Rc<Resolved>>,
+}
+
+impl EngineCache {
+    /// Drops the plans built with another handle than the context's own, and the
+    /// settled and resolved calls that run them: for caches that outlive the handles of
+    /// the other contexts (see `CudnnContext::take_learned`).
+    pub(crate) fn keep_own_plans(&mut self) {
+        self.plans.retain(|_, (_, plan)| plan.is_own());
+        self.settled.retain(|_, (_, plan, _)| plan.is_own());
+        self.resolved.retain(|_, r| match &r.runs {
+            Runs::Plan { plan, .. } => plan.is_own(),
+            Runs::Direct(_) => true,
+        });
+    }
 }
 
 /// A default-choice call (alpha 1, beta 0) resolved once: the plan the addresses'

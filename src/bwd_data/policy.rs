@@ -5,6 +5,7 @@
 use cudarc::driver::{sys, CudaSlice};
 
 use super::graph;
+use crate::cache::BoundedCache;
 use crate::context::{alloc_bytes, CudnnContext};
 use crate::convolution::{Engine, EngineConfig, Route};
 use crate::data_type::DType;
@@ -12,6 +13,32 @@ use crate::error::{Error, Result};
 use crate::math_type::MathType;
 use crate::memory::{GpuBuffer, GpuBufferMut};
 use crate::problem::{ProblemKey, RawProblem};
+
+/// The measured default choices of every context in the process, by CUDA device: a
+/// context with benchmarking on measures only problems no context on its device has
+/// measured (or loaded) yet, as PyTorch's benchmark mode measures once per problem and
+/// process. A program making a handle per call (`cd.Handle(benchmark=True)`) so measures
+/// each problem once, not every call.
+static SHARED_MEASURED: std::sync::Mutex<Vec<(usize, BoundedCache<ProblemKey, Engine>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The shared measured choices of device `ordinal`, made empty where there are none yet.
+fn with_shared_measured<T>(
+    ordinal: usize,
+    f: impl FnOnce(&mut BoundedCache<ProblemKey, Engine>) -> T,
+) -> T {
+    let mut all = SHARED_MEASURED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let at = all
+        .iter()
+        .position(|(o, _)| *o == ordinal)
+        .unwrap_or_else(|| {
+            all.push((ordinal, BoundedCache::default()));
+            all.len() - 1
+        });
+    f(&mut all[at].1)
+}
 
 /// The bytes [`CudnnContext::scratch_operand`] writes from the host; the rest of an
 /// operand repeats them.
@@ -104,6 +131,7 @@ impl CudnnContext {
         let Some(key) = ProblemKey::from_text(problem) else {
             return false;
         };
+        with_shared_measured(self.ctx.ordinal(), |shared| shared.insert(key, engine));
         let mut engines = self.engines.borrow_mut();
         engines.measured.insert(key, engine);
         // A captured or resolved call of this problem may have run another choice.
@@ -112,9 +140,23 @@ impl CudnnContext {
         true
     }
 
+    /// Forgets the measured default choices: this context's, loaded ones included, and
+    /// those every context on its device shares (see [`Self::set_benchmark`]), so that
+    /// with benchmarking on the next call of each problem measures again. The finds'
+    /// results are [`Self::algorithm_cache`]'s to clear.
+    pub fn clear_measured_choices(&self) {
+        with_shared_measured(self.ctx.ordinal(), BoundedCache::clear);
+        let mut engines = self.engines.borrow_mut();
+        engines.measured.clear();
+        // Resolved and captured calls would run the forgotten choices without asking.
+        engines.resolved.clear();
+        self.graphs.borrow_mut().clear();
+    }
+
     /// The engine configuration `DefaultAlgo` runs for the problem with math type `math`:
     /// the measured one when benchmarking is on, else the untimed choice; each made once
-    /// per problem and kept.
+    /// per problem and kept. A problem is measured once per device and process: a choice
+    /// another context on the device measured or loaded is taken as it is.
     pub(crate) fn default_config(
         &self,
         p: &RawProblem<'_>,
@@ -125,7 +167,15 @@ impl CudnnContext {
             if let Some(e) = self.engines.borrow_mut().measured.get(&key) {
                 return Ok(e.config());
             }
-            let best = self.measure_default(p, math)?;
+            let ordinal = self.ctx.ordinal();
+            let shared = with_shared_measured(ordinal, |shared| shared.get(&key).copied());
+            let best = if let Some(e) = shared {
+                e
+            } else {
+                let e = self.measure_default(p, math)?;
+                with_shared_measured(ordinal, |shared| shared.insert(key, e));
+                e
+            };
             self.engines.borrow_mut().measured.insert(key, best);
             return Ok(best.config());
         }

@@ -217,8 +217,10 @@ impl PyHandle {
     /// of those within 10% of the fastest, an engine's until one is three times slower;
     /// engines only the fallback list names only while fewer than six ranked ones were
     /// timed), within `benchmark_budget_ms`,
-    /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. False
-    /// (the default): the choice is made without timing, the same in every process.
+    /// and later calls run the fastest; `save_algorithm_cache` keeps the winners. A
+    /// problem is measured once per device and process, as in PyTorch: what one handle
+    /// measured, every handle on the device runs (`clear_algorithm_cache()` forgets it).
+    /// False (the default): the choice is made without timing, the same in every process.
     #[getter]
     fn get_benchmark(&self, py: Python<'_>) -> PyResult<bool> {
         match self.inner.device {
@@ -572,9 +574,19 @@ impl PyHandle {
         self.with_finds(py, crate::find_cache::FindCache::len)
     }
 
-    /// Forgets every cached measurement.
+    /// Forgets every cached measurement: this handle's finds, and the measured default
+    /// choices (`benchmark=True`), which every handle on the device shares, so that the
+    /// next call of each problem measures again.
     fn clear_algorithm_cache(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_finds(py, crate::find_cache::FindCache::clear)
+        match self.inner.device {
+            DeviceId::Cpu => self.inner.cpu_finds.clear(),
+            DeviceId::Cuda(_) => {
+                let state = self.inner.gpu().py_err(py)?;
+                state.ctx.algorithm_cache().clear();
+                state.ctx.clear_measured_choices();
+            }
+        }
+        Ok(())
     }
 
     /// Writes the cached measurements to `path` (text, one problem per line), so that

@@ -315,6 +315,9 @@ def test_measured_tier_never_writes_dx_during_trials(
 ) -> None:
     h = cd.Handle(benchmark=True)
     assert h.benchmark
+    # Measured choices are shared by the device's handles: forget any an earlier test
+    # made of this problem, so that this call measures.
+    h.clear_algorithm_cache()
     row = _row(dtype, "NHWC")
     case = case_2d((4, 32, 12, 12), (16, 32, 3, 3), padding=(1, 1), stride=(2, 2))
     problem = make_problem(h, row, case, rng)  # dx holds random values
@@ -369,6 +372,9 @@ def test_measured_choices_persist_and_reload(
     text = path.read_text()
     assert "DefaultAlgo | " in text and "sm_" in text.splitlines()[0]
     other = cd.Handle(benchmark=True)
+    # The choice h measured is shared by the device's handles: forgotten here, so that
+    # only the file can bring it back.
+    other.clear_algorithm_cache()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert other.load_algorithm_cache(path) >= 1
