@@ -12,7 +12,12 @@ the median of 5 such timings; a host-bound loop shows its host time):
 First, the host time of `cd.Handle()` made and dropped alone (us, best of 5 x 2000,
 `host_overhead.per_iter_us`).
 
-Usage (GPU machine): python bench/handle_probe.py [LABEL]
+With --measured, the same with `cd.Handle(benchmark=True)`: `kept` on one measuring
+handle (which measures the layer at its first call), `fresh` with a new one in the call;
+first `one`, the wall time of one such call after the kept handle measured the layer (a
+build that measures again per handle takes seconds there: its loop is then left out).
+
+Usage (GPU machine): python bench/handle_probe.py [--measured] [LABEL]
 """
 
 from __future__ import annotations
@@ -70,15 +75,48 @@ def probe(label: str, dtype: torch.dtype, layer: tuple) -> None:
     )
 
 
+def probe_measured(label: str, dtype: torch.dtype, layer: tuple) -> None:
+    """One layer's line with measuring handles (--measured)."""
+    name, xs, ws, stride, pad, groups, cl = layer
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    _, w, dy, conv, ref, pytorch = operands(xs, ws, stride, pad, groups, dtype, fmt)
+    h = cd.Handle(benchmark=True)
+    wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
+
+    def kept() -> object:
+        return cd.convolution_backward_data(h, wt, dyt, conv, xs)
+
+    def fresh() -> object:
+        return cd.convolution_backward_data(
+            cd.Handle(benchmark=True), wt, dyt, conv, xs
+        )
+
+    timer = Timer("cuda", reps=50, trials=5, warmup=5)
+    errs = [rel_err(kept(), ref)]
+    one = timer.first_call_ms(fresh)
+    errs.append(rel_err(fresh(), ref))
+    times = [timer.per_call_ms(kept), timer.per_call_ms(pytorch)]
+    loop = f"fresh {timer.per_call_ms(fresh):.4f}" if one < 50.0 else "fresh (left out)"
+    print(
+        f"{label:6s} {str(dtype)[6:]:8s} {name:22s} measured: one {one:.3f} "
+        f"kept {times[0]:.4f} {loop} torch {times[1]:.4f} max err {max(errs):.1e}",
+        flush=True,
+    )
+
+
 def main() -> None:
-    label = sys.argv[1] if len(sys.argv) > 1 else "this build"
+    args = sys.argv[1:]
+    measured = "--measured" in args
+    args = [a for a in args if a != "--measured"]
+    label = args[0] if args else "this build"
     torch.backends.cudnn.allow_tf32 = True
     print(f"# {label}: cudnn_rs from {cd.__file__}; {torch.cuda.get_device_name()}")
-    made = min(host_overhead.per_iter_us(cd.Handle, 2000) for _ in range(5))
-    print(f"{label:6s} Handle() made and dropped: {made:.2f} us", flush=True)
+    if not measured:
+        made = min(host_overhead.per_iter_us(cd.Handle, 2000) for _ in range(5))
+        print(f"{label:6s} Handle() made and dropped: {made:.2f} us", flush=True)
     for dtype in (torch.float16, torch.float32):
         for layer in LAYERS:
-            probe(label, dtype, layer)
+            (probe_measured if measured else probe)(label, dtype, layer)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,8 @@
 #                                     # ONECALL_MODELS, ONECALL_VARIANTS
 #   bash scripts/gpu_final.sh handles # a new Handle() every call: bench/handle_probe.py with
 #                                     # this build and .carry/old/'s wheel in turn
-#                                     # (HANDLE_ORDER), then the tests of handles made and
-#                                     # dropped
+#                                     # (HANDLE_ORDER), plain and --measured (HANDLE_MODES),
+#                                     # then the tests of handles made and dropped
 # Logs, CSVs and tables under $OUT; each step has its own time limit.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -562,7 +562,11 @@ handles)  # a new Handle() every call (see the usage above)
     round=$((round + 1))
     site=/tmp/site
     [ "$which" = old ] && site=/tmp/site_old
-    TAIL=13 PYTHONPATH=$site run "handle_probe_${which}_r$round" 150 bash -c "cd bench && python3 handle_probe.py $which"
+    for mode in ${HANDLE_MODES:-plain measured}; do
+      flag=""
+      [ "$mode" = measured ] && flag=--measured
+      TAIL=13 PYTHONPATH=$site run "handle_probe_${mode}_${which}_r$round" 150 bash -c "cd bench && python3 handle_probe.py $flag $which"
+    done
   done
   TAIL=4 run pytest_handles 120 python3 -m pytest tests/python -q -rs -p no:cacheprovider -k "handle_made or measuring_handle or handles"
   ;;
