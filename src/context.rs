@@ -62,6 +62,10 @@ pub struct CudnnContext {
     pub(crate) benchmark: std::cell::Cell<bool>,
     /// How long one measurement of the default choice may take.
     pub(crate) benchmark_budget: std::cell::Cell<std::time::Duration>,
+    /// The measured choices' epoch ([`MEASURED_EPOCH`]) the calls resolved
+    /// or captured with benchmarking on saw: where it has moved on since, they go with
+    /// this context rather than to the pool.
+    pub(crate) epoch: std::cell::Cell<u64>,
     /// `(timed, left out)` of the last engine measurement.
     pub(crate) last_find: std::cell::Cell<(usize, usize)>,
     /// Where the last engine measurement's time went.
@@ -124,8 +128,9 @@ struct PooledHandle {
 }
 
 /// The caches of a context whose answers depend on the problem, the cuDNN handle and the
-/// device alone, not on the context's stream or benchmark setting: they go to the pool with
-/// the handle their plans were built with and come back with it.
+/// device, not on the context's stream: they go to the pool with the handle their plans
+/// were built with and come back with it. Those that depend on the benchmark setting as
+/// well come back only to a context of the same setting.
 #[derive(Default)]
 struct Learned {
     workspace_sizes: BoundedCache<ProblemKey, Option<usize>>,
@@ -137,6 +142,12 @@ struct Learned {
     /// The calls captured: a key holds every address a call touches (the workspace's
     /// too), so one replays only for a call on those same live addresses.
     graphs: GraphCache<ProblemKey>,
+    /// The benchmark setting the resolved and captured calls and the depthwise kernel's
+    /// problems were made under, and the measured choices' epoch they saw (see
+    /// [`MEASURED_EPOCH`]): a context of another setting, or one made
+    /// after measured choices were forgotten or loaded, takes none of them.
+    benchmark: bool,
+    epoch: u64,
 }
 
 // SAFETY: a pooled handle is used by no thread until a context takes it back out. The
@@ -144,6 +155,22 @@ struct Learned {
 // own duration, and the context they came from is gone), so they move as a whole, as a
 // context's do (see `CudnnContext`'s `Send`).
 unsafe impl Send for PooledHandle {}
+
+/// Moves on whenever measured choices are forgotten or loaded (not when a problem is
+/// measured for the first time): calls a context resolved with benchmarking on under an
+/// earlier epoch may run a choice no longer the shared one, so no later context takes them
+/// over (see [`CudnnContext::take_learned`]).
+static MEASURED_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The measured choices' current epoch (see [`MEASURED_EPOCH`]).
+fn measured_epoch() -> u64 {
+    MEASURED_EPOCH.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Moves the epoch on (see [`MEASURED_EPOCH`]) and returns the new one.
+pub(crate) fn next_measured_epoch() -> u64 {
+    MEASURED_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1
+}
 
 static HANDLE_POOL: std::sync::Mutex<Vec<PooledHandle>> = std::sync::Mutex::new(Vec::new());
 const HANDLE_POOL_LIMIT: usize = 8;
@@ -195,13 +222,16 @@ impl CudnnContext {
     /// whose CUDA context object tracks no events (see
     /// `CudaContext::disable_event_tracking`). Where a pooled handle was made this way,
     /// its context object is taken over, so that making one is a few steps in the pool
-    /// rather than the driver's retain and release of the primary context.
+    /// rather than the driver's retain and release of the primary context. `benchmark`:
+    /// the context's [`Self::set_benchmark`] from the start, so that the calls a pooled
+    /// handle resolved and captured under the same setting come with it (setting it
+    /// afterwards drops those of the other setting).
     ///
     /// # Safety
     /// Nothing may rely on cudarc's events to order the context's memory across streams:
     /// the caller makes no cudarc streams of the context (`new_stream`, `fork`) and orders
     /// the memory's uses across streams itself.
-    pub unsafe fn new_untracked(ordinal: usize) -> Result<Self> {
+    pub unsafe fn new_untracked(ordinal: usize, benchmark: bool) -> Result<Self> {
         let pooled = handle_pool()
             .iter()
             .rev()
@@ -217,7 +247,7 @@ impl CudnnContext {
             unsafe { ctx.disable_event_tracking() };
             ctx
         };
-        Self::with_stream(ctx.default_stream())
+        Self::from_pool(ctx.default_stream(), benchmark)
     }
 
     /// The cudarc context of device `ordinal`, checked for driver and device first.
@@ -235,6 +265,13 @@ impl CudnnContext {
 
     /// A context issuing work to `stream` (on the stream's device).
     pub fn with_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        Self::from_pool(stream, false)
+    }
+
+    /// A context issuing work to `stream`, with benchmarking on or off from the start
+    /// (see [`Self::set_benchmark`]): a pooled handle's calls resolved under the same
+    /// setting come with it.
+    fn from_pool(stream: Arc<CudaStream>, benchmark: bool) -> Result<Self> {
         let lib = library::cudnn()?;
         let ctx = Arc::clone(stream.context());
         ctx.bind_to_thread()?;
@@ -250,7 +287,17 @@ impl CudnnContext {
         let (handle, learned) = if let Some(p) = pooled {
             // A handle on the null stream needs no `cudnnSetStream` to it again.
             stream_set = p.on_default_stream && stream.cu_stream().is_null();
-            (p.handle.0, p.learned)
+            let mut learned = p.learned;
+            let epoch = measured_epoch();
+            if learned.benchmark != benchmark {
+                learned.engines.resolved.clear();
+                learned.directs.clear();
+                learned.graphs.clear();
+            } else if benchmark && learned.epoch != epoch {
+                learned.engines.resolved.clear();
+                learned.graphs.clear();
+            }
+            (p.handle.0, learned)
         } else {
             let mut handle: sys::CudnnHandle = std::ptr::null_mut();
             // SAFETY: cudnnCreate writes one handle; the device's context is current.
@@ -272,8 +319,9 @@ impl CudnnContext {
             kernels: std::cell::RefCell::new(learned.kernels),
             graphs: std::cell::RefCell::new(learned.graphs),
             engines: std::cell::RefCell::new(learned.engines),
-            benchmark: std::cell::Cell::new(false),
+            benchmark: std::cell::Cell::new(benchmark),
             benchmark_budget: std::cell::Cell::new(DEFAULT_BENCHMARK_BUDGET),
+            epoch: std::cell::Cell::new(measured_epoch()),
             last_find: std::cell::Cell::new((0, 0)),
             last_find_beside: std::cell::Cell::new(0),
             last_find_timing: std::cell::Cell::new(FindTiming::default()),
@@ -292,9 +340,11 @@ impl CudnnContext {
     ///   context; the builder thread's), with the calls settled or resolved on them, the
     ///   captured calls and the depthwise kernel's problems, where this context measured
     ///   with such plans or ran problems with the kernel until they were built;
-    /// - what depends on the benchmark setting: the measured choices (which every context
-    ///   on the device shares anyway, see [`Self::default_config`]), and, with benchmarking
-    ///   on, the calls resolved or captured with them and the kernel's problems.
+    /// - the measured choices, which every context on the device shares anyway (see
+    ///   [`Self::default_config`]).
+    ///
+    /// The calls resolved or captured and the kernel's problems go with the benchmark
+    /// setting they were made under, for a context of that setting (see `from_pool`).
     fn take_learned(&mut self) -> Learned {
         let mut learned = Learned {
             workspace_sizes: std::mem::take(self.workspace_sizes.get_mut()),
@@ -304,6 +354,8 @@ impl CudnnContext {
             kernels: std::mem::take(self.kernels.get_mut()),
             engines: std::mem::take(self.engines.get_mut()),
             graphs: std::mem::take(self.graphs.get_mut()),
+            benchmark: self.benchmark.get(),
+            epoch: self.epoch.get(),
         };
         let foreign = self.side.get_mut().is_some()
             || !self.deferred.get_mut().is_empty()
@@ -314,11 +366,6 @@ impl CudnnContext {
             learned.directs.clear();
         }
         learned.engines.measured.clear();
-        if self.benchmark.get() {
-            learned.engines.resolved.clear();
-            learned.directs.clear();
-            learned.graphs.clear();
-        }
         learned
     }
 
@@ -409,6 +456,7 @@ impl CudnnContext {
             self.engines.borrow_mut().resolved.clear();
             self.directs.borrow_mut().clear();
             self.deferred.borrow_mut().clear();
+            self.epoch.set(measured_epoch());
         }
     }
 

@@ -1085,7 +1085,7 @@ fn contexts_made_after_others_are_dropped_keep_their_event_tracking_and_run_righ
     // an untracked one made after a tracked one was dropped does not; each runs right on
     // the handle and caches the one before gave back.
     // SAFETY: this test makes no cudarc streams of the contexts and uses one stream each.
-    let untracked = || unsafe { CudnnContext::new_untracked(0) }.unwrap();
+    let untracked = || unsafe { CudnnContext::new_untracked(0, false) }.unwrap();
     let a = untracked();
     assert!(!a.context().is_event_tracking());
     depthwise_f32_nchw_default_on(&a, 1, 3, 1, false);

@@ -6,7 +6,7 @@ use cudarc::driver::{sys, CudaSlice};
 
 use super::graph;
 use crate::cache::BoundedCache;
-use crate::context::{alloc_bytes, CudnnContext};
+use crate::context::{alloc_bytes, next_measured_epoch, CudnnContext};
 use crate::convolution::{Engine, EngineConfig, Route};
 use crate::data_type::DType;
 use crate::error::{Error, Result};
@@ -134,9 +134,11 @@ impl CudnnContext {
         with_shared_measured(self.ctx.ordinal(), |shared| shared.insert(key, engine));
         let mut engines = self.engines.borrow_mut();
         engines.measured.insert(key, engine);
-        // A captured or resolved call of this problem may have run another choice.
+        // A captured or resolved call of this problem may have run another choice, here
+        // and in other contexts.
         engines.resolved.clear();
         self.graphs.borrow_mut().clear();
+        self.epoch.set(next_measured_epoch());
         true
     }
 
@@ -148,9 +150,11 @@ impl CudnnContext {
         with_shared_measured(self.ctx.ordinal(), BoundedCache::clear);
         let mut engines = self.engines.borrow_mut();
         engines.measured.clear();
-        // Resolved and captured calls would run the forgotten choices without asking.
+        // Resolved and captured calls would run the forgotten choices without asking,
+        // here and in other contexts.
         engines.resolved.clear();
         self.graphs.borrow_mut().clear();
+        self.epoch.set(next_measured_epoch());
     }
 
     /// The engine configuration `DefaultAlgo` runs for the problem with math type `math`:

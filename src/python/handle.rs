@@ -172,8 +172,9 @@ impl PyHandle {
                 // create and destroy two events per allocation (the one-call API's dx
                 // every call, workspaces, uploads). Ordering across streams is done by the
                 // tensors' stream marks (`order_after`), which do not use those events.
-                let ctx = detach(py, || unsafe { CudnnContext::new_untracked(ordinal) })?;
-                ctx.set_benchmark(benchmark);
+                let ctx = detach(py, || unsafe {
+                    CudnnContext::new_untracked(ordinal, benchmark)
+                })?;
                 Some(Mutex::new(GpuState {
                     ctx,
                     workspace: None,

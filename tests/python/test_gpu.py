@@ -431,12 +431,14 @@ def test_a_handle_made_for_each_call_takes_over_what_the_last_one_built(
     assert cd._native._call_counts()["plan_builds"] == built
 
 
+@pytest.mark.parametrize("benchmark", [False, True])
 def test_calls_on_a_handle_made_for_each_replay_what_earlier_handles_captured(
-    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator
+    gpu: cd.Handle, cpu: cd.Handle, rng: np.random.Generator, benchmark: bool
 ) -> None:
     # The same operands called through a new Handle() each time: the calls captured
-    # as CUDA graphs go to the pool with the handle, so the later handles replay them,
-    # and each call (dx poisoned before it, in place) is right.
+    # as CUDA graphs go to the pool with the handle, so the later handles (of the same
+    # benchmark setting) replay them, and each call (dx poisoned before it, in place)
+    # is right.
     torch = _torch()
     if torch is None:
         pytest.skip("torch is not installed")
@@ -445,12 +447,16 @@ def test_calls_on_a_handle_made_for_each_replay_what_earlier_handles_captured(
     out = torch.empty(x_shape, device="cuda", dtype=torch.float32)
     dx = cd.Tensor.from_dlpack(out)
     algo = cd.DefaultAlgo()
-    size = gpu.get_convolution_backward_data_workspace_size(w, dy, dx, conv, algo)
+    sizer = cd.Handle(benchmark=benchmark)  # measures, with benchmark on
+    size = sizer.get_convolution_backward_data_workspace_size(w, dy, dx, conv, algo)
+    del sizer
     ws = cd.Workspace(gpu, size) if size else None
     before = cd._native._call_counts()["replayed"]
     for i in range(5):
         out.fill_(float("nan"))
-        cd.Handle().convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+        h = cd.Handle(benchmark=benchmark)
+        h.convolution_backward_data(1.0, w, dy, conv, algo, ws, 0.0, dx)
+        del h
         got = out.cpu().numpy()
         assert_close(got, expected, "f32", f"call {i + 1}", TF32_TOLERANCE)
     assert cd._native._call_counts()["replayed"] > before
