@@ -272,6 +272,10 @@ def first_sights(rec: Recorder, timer: Timer, dev) -> list[dict]:
         stream=torch.cuda.current_stream(),
         benchmark=True,
     )
+    # Measured choices are shared by the device's handles: forget those of the training
+    # steps run before, so that each first sight measures.
+    if hasattr(handle, "clear_algorithm_cache"):
+        handle.clear_algorithm_cache()
     tf32 = torch.backends.cudnn.allow_tf32
     rows = []
     for i, ((gys, xs, ws, dt, spec, mf), count) in enumerate(rec.seen.items()):
