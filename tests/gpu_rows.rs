@@ -1359,6 +1359,8 @@ fn measured_default_times_on_its_own_scratch_and_leaves_dx_to_the_call() {
     let ctx = context();
     ctx.set_benchmark(true);
     // Measured choices are shared by the device's contexts: none an earlier test made.
+    // (The only other test here that measures, the background build's, measures a layer
+    // of its own and does not clear them, so tests run in parallel leave these alone.)
     ctx.clear_measured_choices();
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(29);
@@ -1446,10 +1448,11 @@ fn measured_default_runs_the_kernel_until_the_background_build_is_taken_in() {
     // compiled at run time: the first call runs the kernel of our own while a builder
     // thread builds those engines; once built, a call takes them in and measures. Both
     // calls' dx (poisoned first) against the reference on the same bf16 inputs.
+    // (No other test of this binary measures the layer, so its measurement is this
+    // test's own: the measured choices the device's contexts share are left alone, for
+    // the test that clears them.)
     let ctx = context();
     ctx.set_benchmark(true);
-    // Measured choices are shared by the device's contexts: none an earlier test made.
-    ctx.clear_measured_choices();
     let stream = ctx.stream().clone();
     let mut rng = StdRng::seed_from_u64(43);
     let c = 384;
