@@ -12,10 +12,10 @@ the median of 5 such timings; a host-bound loop shows its host time):
 First, the host time of `cd.Handle()` made and dropped alone (us, best of 5 x 2000,
 `host_overhead.per_iter_us`).
 
-With --measured, the same with `cd.Handle(benchmark=True)`: `kept` on one measuring
-handle (which measures the layer at its first call), `fresh` with a new one in the call;
-first `one`, the wall time of one such call after the kept handle measured the layer (a
-build that measures again per handle takes seconds there: its loop is then left out).
+Also `one`: the wall time of one `fresh` call after the kept handle's first (a build
+that measures or plans again per handle takes long there: then only `kept` and `torch`
+are timed). With --measured, every handle is a `cd.Handle(benchmark=True)`: the kept one
+measures the layer at its first call, and a new one should not measure it again.
 
 Usage (GPU machine): python bench/handle_probe.py [--measured] [LABEL]
 """
@@ -42,64 +42,45 @@ LAYERS = [
 ]
 
 
-def probe(label: str, dtype: torch.dtype, layer: tuple) -> None:
-    """One layer's line."""
+def probe(label: str, dtype: torch.dtype, layer: tuple, measured: bool) -> None:
+    """One layer's line; `measured`: with `Handle(benchmark=True)` (--measured)."""
     name, xs, ws, stride, pad, groups, cl = layer
     fmt = torch.channels_last if cl else torch.contiguous_format
     _, w, dy, conv, ref, pytorch = operands(xs, ws, stride, pad, groups, dtype, fmt)
-    h = cd.Handle()
+    h = cd.Handle(benchmark=measured)
     wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
 
     def kept() -> object:
         return cd.convolution_backward_data(h, wt, dyt, conv, xs)
 
     def fresh() -> object:
-        return cd.convolution_backward_data(cd.Handle(), wt, dyt, conv, xs)
+        hh = cd.Handle(benchmark=measured)
+        return cd.convolution_backward_data(hh, wt, dyt, conv, xs)
 
     def naive() -> torch.Tensor:
-        hh = cd.Handle()
+        hh = cd.Handle(benchmark=measured)
         out = cd.convolution_backward_data(
             hh, cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy), conv, xs
         )
         return torch.from_dlpack(out)
 
-    errs = [rel_err(f(), ref) for f in (kept, fresh, naive)]
     timer = Timer("cuda", reps=50, trials=5, warmup=5)
-    times = [timer.per_call_ms(f) for f in (kept, fresh, naive, pytorch)]
-    print(
-        f"{label:6s} {str(dtype)[6:]:8s} {name:22s} "
-        f"kept {times[0]:.4f} fresh {times[1]:.4f} naive {times[2]:.4f} "
-        f"torch {times[3]:.4f} fresh/torch {times[1] / times[3]:.2f} "
-        f"max err {max(errs):.1e}",
-        flush=True,
-    )
-
-
-def probe_measured(label: str, dtype: torch.dtype, layer: tuple) -> None:
-    """One layer's line with measuring handles (--measured)."""
-    name, xs, ws, stride, pad, groups, cl = layer
-    fmt = torch.channels_last if cl else torch.contiguous_format
-    _, w, dy, conv, ref, pytorch = operands(xs, ws, stride, pad, groups, dtype, fmt)
-    h = cd.Handle(benchmark=True)
-    wt, dyt = cd.Filter.from_dlpack(w), cd.Tensor.from_dlpack(dy)
-
-    def kept() -> object:
-        return cd.convolution_backward_data(h, wt, dyt, conv, xs)
-
-    def fresh() -> object:
-        return cd.convolution_backward_data(
-            cd.Handle(benchmark=True), wt, dyt, conv, xs
-        )
-
-    timer = Timer("cuda", reps=50, trials=5, warmup=5)
-    errs = [rel_err(kept(), ref)]
+    errs = [rel_err(kept(), ref)]  # measured: the kept handle measures here
     one = timer.first_call_ms(fresh)
-    errs.append(rel_err(fresh(), ref))
-    times = [timer.per_call_ms(kept), timer.per_call_ms(pytorch)]
-    loop = f"fresh {timer.per_call_ms(fresh):.4f}" if one < 50.0 else "fresh (left out)"
+    errs += [rel_err(f(), ref) for f in (fresh, naive)]
+    # A build that measures again per handle takes seconds a call: no loops of those.
+    loops = {"kept": kept, "torch": pytorch}
+    if one < 50.0:
+        loops |= {"fresh": fresh, "naive": naive}
+    times = {k: timer.per_call_ms(f) for k, f in loops.items()}
+    shown = " ".join(
+        f"{k} {times[k]:.4f}" if k in times else f"{k} (left out)"
+        for k in ("kept", "fresh", "naive", "torch")
+    )
+    ratio = f"{times['fresh'] / times['torch']:.2f}" if "fresh" in times else "-"
     print(
-        f"{label:6s} {str(dtype)[6:]:8s} {name:22s} measured: one {one:.3f} "
-        f"kept {times[0]:.4f} {loop} torch {times[1]:.4f} max err {max(errs):.1e}",
+        f"{label:6s} {str(dtype)[6:]:8s} {name:22s} {'measured ' if measured else ''}"
+        f"one {one:.3f} {shown} fresh/torch {ratio} max err {max(errs):.1e}",
         flush=True,
     )
 
@@ -116,7 +97,7 @@ def main() -> None:
         print(f"{label:6s} Handle() made and dropped: {made:.2f} us", flush=True)
     for dtype in (torch.float16, torch.float32):
         for layer in LAYERS:
-            (probe_measured if measured else probe)(label, dtype, layer)
+            probe(label, dtype, layer, measured)
 
 
 if __name__ == "__main__":
